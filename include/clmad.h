@@ -1,0 +1,234 @@
+/*
+ * clmad: mixed-mode automatic differentiation on OpenCL.
+ *
+ * This header is the whole public API and its documentation.
+ *
+ * Conventions
+ * - Every fallible call returns a clmad_status; CLMAD_OK is 0. Results come
+ *   back through out-parameters, which are left untouched on failure.
+ * - After a failure, clmad_last_error(ctx) describes it: which argument,
+ *   which device, the OpenCL error name and code, the compiler's log. Calls
+ *   that have no context yet (clmad_context_create, device listing) leave
+ *   their message in clmad_last_error(NULL), which is per thread.
+ * - Ownership is stated per call. Objects are released by their _release
+ *   call; releasing NULL is a no-op.
+ * - A context is used by one thread at a time; separate contexts on separate
+ *   threads are independent.
+ * - Enum values are only ever appended, never renumbered.
+ */
+#ifndef CLMAD_H
+#define CLMAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CLMAD_VERSION_MAJOR 0
+#define CLMAD_VERSION_MINOR 1
+#define CLMAD_VERSION_PATCH 0
+
+/** Maximum tensor rank. */
+#define CLMAD_MAX_DIMS 8
+
+/* ------------------------------------------------------------------------ */
+/* Status                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef enum clmad_status {
+    CLMAD_OK = 0,
+    CLMAD_ERR_INVALID_ARGUMENT = 1, /* NULL pointer, bad rank, bad value */
+    CLMAD_ERR_NO_DEVICE = 2,        /* no OpenCL device, or none matches the request */
+    CLMAD_ERR_OPENCL = 3,           /* an OpenCL call failed; message has its name and code */
+    CLMAD_ERR_OUT_OF_MEMORY = 4,    /* host or device allocation failed, or too large */
+    CLMAD_ERR_BUILD = 5,            /* an OpenCL C program failed to compile; message has the log */
+    CLMAD_ERR_UNSUPPORTED = 6,      /* e.g. f64 on a device without fp64 */
+    CLMAD_ERR_SHAPE = 7,            /* shapes that do not match or broadcast */
+    CLMAD_ERR_DTYPE = 8,            /* dtypes that do not match */
+    CLMAD_ERR_IO = 9,               /* a file could not be read or written */
+    CLMAD_ERR_STATE = 10            /* call not valid in the object's state */
+} clmad_status;
+
+/** Name of a status, e.g. "CLMAD_ERR_SHAPE". Static string; never NULL. */
+const char *clmad_status_string(clmad_status s);
+
+/* ------------------------------------------------------------------------ */
+/* Devices                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef enum clmad_device_type {
+    CLMAD_DEVICE_OTHER = 0,
+    CLMAD_DEVICE_CPU = 1,
+    CLMAD_DEVICE_GPU = 2,
+    CLMAD_DEVICE_ACCELERATOR = 3
+} clmad_device_type;
+
+/** Facts about one OpenCL device, as the driver reports them. */
+typedef struct clmad_device_info {
+    int platform_index;          /* P in "P:D" */
+    int device_index;            /* D in "P:D" (index within its platform) */
+    char platform_name[128];
+    char name[256];
+    char vendor[128];
+    char version[128];           /* CL_DEVICE_VERSION, e.g. "OpenCL 3.0 PoCL ..." */
+    char driver_version[128];
+    clmad_device_type type;
+    unsigned compute_units;
+    uint64_t global_mem_bytes;
+    uint64_t max_alloc_bytes;
+    size_t max_work_group_size;
+    int fp64;                    /* 1 if the device supports double precision */
+} clmad_device_info;
+
+/**
+ * Lists every device of every platform the OpenCL ICD loader reports.
+ * On success *list is a malloc'ed array of *count entries that the caller
+ * frees with clmad_device_list_free. Zero devices is a success with
+ * *count = 0 and *list = NULL.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT, CLMAD_ERR_OPENCL, CLMAD_ERR_OUT_OF_MEMORY.
+ */
+clmad_status clmad_device_list(clmad_device_info **list, size_t *count);
+
+/** Frees a list returned by clmad_device_list. */
+void clmad_device_list_free(clmad_device_info *list);
+
+/**
+ * Which entry of `list` clmad would choose for a device request `spec`
+ * (the same forms as CLMAD_DEVICE, below). spec NULL or "" means the
+ * default: the first GPU, else the first device.
+ * Errors: CLMAD_ERR_NO_DEVICE (message lists the devices),
+ * CLMAD_ERR_INVALID_ARGUMENT.
+ */
+clmad_status clmad_device_choose(const clmad_device_info *list, size_t count,
+                                 const char *spec, size_t *index);
+
+/* ------------------------------------------------------------------------ */
+/* Context                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct clmad_context clmad_context;
+
+/** Options for clmad_context_create. Initialise with clmad_options_init. */
+typedef struct clmad_options {
+    /* Device request; NULL means: the CLMAD_DEVICE environment variable if
+     * set and not empty, else the first GPU, else the first device. Forms:
+     * "P:D" (platform and device index, as clmad-info shows), "gpu", "cpu",
+     * or a case-insensitive substring of the device name. */
+    const char *device;
+    /* Folder of the on-disk program cache; NULL means CLMAD_CACHE_DIR, else
+     * $XDG_CACHE_HOME/clmad, else $HOME/.cache/clmad. "" disables it. */
+    const char *cache_dir;
+    /* Pretend the device lacks fp64 (to test the error path). */
+    int disable_fp64;
+    /* Upper bound of the bytes the buffer pool keeps for reuse;
+     * 0 means the default (1/8 of the device's global memory, at most 1 GiB). */
+    uint64_t pool_limit_bytes;
+} clmad_options;
+
+/** Fills *opt with the defaults described in clmad_options. */
+void clmad_options_init(clmad_options *opt);
+
+/**
+ * Creates a context on one device: a queue, a program cache and a buffer
+ * pool. opt may be NULL for the defaults. The caller owns *ctx and releases
+ * it with clmad_context_release.
+ * Errors: CLMAD_ERR_NO_DEVICE (the message lists the devices),
+ * CLMAD_ERR_OPENCL, CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_INVALID_ARGUMENT.
+ * The message of a failure is in clmad_last_error(NULL).
+ */
+clmad_status clmad_context_create(const clmad_options *opt, clmad_context **ctx);
+
+/** Releases a context. All its tensors and kernels must be released first. */
+void clmad_context_release(clmad_context *ctx);
+
+/** The facts of the context's device. */
+clmad_status clmad_context_device(const clmad_context *ctx, clmad_device_info *info);
+
+/**
+ * The message of the last failure on ctx (or on this thread, for ctx NULL).
+ * The string is owned by clmad and valid until the next failing call on the
+ * same context (thread). Empty if nothing failed.
+ */
+const char *clmad_last_error(const clmad_context *ctx);
+
+/** Counters of a context, for introspection and tests. */
+typedef struct clmad_stats {
+    uint64_t programs_compiled;    /* builds from OpenCL C source (the compiler ran) */
+    uint64_t programs_from_disk;   /* programs loaded from the on-disk cache */
+    uint64_t program_memory_hits;  /* requests served by the in-memory cache */
+    uint64_t disk_cache_rejected;  /* corrupt, truncated or stale files rebuilt */
+    uint64_t live_tensor_bytes;    /* device bytes held by live tensors */
+    uint64_t pool_bytes;           /* device bytes kept by the pool for reuse */
+    uint64_t pool_hits;            /* allocations served by the pool */
+    uint64_t pool_misses;          /* allocations that went to the device */
+} clmad_stats;
+
+/** Reads the counters of ctx. */
+clmad_status clmad_context_stats(const clmad_context *ctx, clmad_stats *stats);
+
+/** Waits for all work queued on the context's device to finish. */
+clmad_status clmad_finish(clmad_context *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Tensors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef enum clmad_dtype {
+    CLMAD_F32 = 0,
+    CLMAD_F64 = 1
+} clmad_dtype;
+
+/** Size in bytes of one element of dtype; 0 for an unknown dtype. */
+size_t clmad_dtype_size(clmad_dtype dtype);
+
+typedef struct clmad_tensor clmad_tensor;
+
+/**
+ * Creates a contiguous row-major tensor of rank ndim (0..CLMAD_MAX_DIMS)
+ * and copies its contents from host (numel elements of dtype), or leaves
+ * it uninitialised when host is NULL. Dimensions may be 0 (an empty
+ * tensor). The caller owns one reference to *out.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (rank, NULL shape with ndim > 0),
+ * CLMAD_ERR_UNSUPPORTED (f64 without device fp64), CLMAD_ERR_OUT_OF_MEMORY
+ * (including above the device's maximum allocation), CLMAD_ERR_OPENCL.
+ */
+clmad_status clmad_tensor_create(clmad_context *ctx, clmad_dtype dtype, int ndim,
+                                 const size_t *shape, const void *host,
+                                 clmad_tensor **out);
+
+/** As clmad_tensor_create, every element set to zero. */
+clmad_status clmad_tensor_zeros(clmad_context *ctx, clmad_dtype dtype, int ndim,
+                                const size_t *shape, clmad_tensor **out);
+
+/** As clmad_tensor_create, every element set to value (rounded to dtype). */
+clmad_status clmad_tensor_fill(clmad_context *ctx, clmad_dtype dtype, int ndim,
+                               const size_t *shape, double value, clmad_tensor **out);
+
+/**
+ * Copies the tensor's elements into host, which holds capacity_bytes; waits
+ * for the copy. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, capacity below
+ * the tensor's size in bytes), CLMAD_ERR_OPENCL.
+ */
+clmad_status clmad_tensor_read(clmad_tensor *t, void *host, size_t capacity_bytes);
+
+/** Copies numel elements from host into the tensor. Errors as clmad_tensor_read. */
+clmad_status clmad_tensor_write(clmad_tensor *t, const void *host, size_t size_bytes);
+
+/** Adds a reference; returns t. */
+clmad_tensor *clmad_tensor_retain(clmad_tensor *t);
+
+/** Drops a reference; the last one returns the device buffer to the pool. */
+void clmad_tensor_release(clmad_tensor *t);
+
+/** Shape queries; never fail on a valid tensor. */
+int clmad_tensor_ndim(const clmad_tensor *t);
+size_t clmad_tensor_dim(const clmad_tensor *t, int axis);   /* 0 if axis is out of range */
+size_t clmad_tensor_numel(const clmad_tensor *t);
+clmad_dtype clmad_tensor_dtype(const clmad_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CLMAD_H */

@@ -1,0 +1,176 @@
+#include "context.h"
+#include "device.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void clmad_options_init(clmad_options *opt)
+{
+    if (opt)
+        memset(opt, 0, sizeof *opt);
+}
+
+static char *dup_string(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* Resolves the on-disk cache folder; NULL (off) when none can be named. */
+static char *resolve_cache_dir(const char *option)
+{
+    if (option)
+        return option[0] ? dup_string(option) : NULL;
+    const char *env = getenv("CLMAD_CACHE_DIR");
+    if (env)
+        return env[0] ? dup_string(env) : NULL;
+    char buf[4096];
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    if (xdg && xdg[0] == '/')
+        snprintf(buf, sizeof buf, "%s/clmad", xdg);
+    else if (home && home[0])
+        snprintf(buf, sizeof buf, "%s/.cache/clmad", home);
+    else
+        return NULL;
+    return dup_string(buf);
+}
+
+static clmad_status choose_device(const clmad_options *opt, clmad_device_entry *chosen)
+{
+    clmad_device_entry *entries = NULL;
+    size_t n = 0;
+    clmad_status st = clmad__enumerate_devices(&entries, &n);
+    if (st != CLMAD_OK)
+        return st;
+    const char *spec = opt->device;
+    const char *origin = "the device option";
+    if (!spec) {
+        spec = getenv("CLMAD_DEVICE");
+        origin = "CLMAD_DEVICE";
+    }
+    clmad_device_info *infos = n ? malloc(n * sizeof *infos) : NULL;
+    if (n && !infos) {
+        free(entries);
+        return clmad__fail(NULL, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory choosing a device");
+    }
+    for (size_t i = 0; i < n; i++)
+        infos[i] = entries[i].info;
+    size_t index = 0;
+    st = clmad_device_choose(infos, n, spec, &index);
+    if (st == CLMAD_OK) {
+        *chosen = entries[index];
+    } else if (spec && spec[0]) {
+        char msg[4096];
+        snprintf(msg, sizeof msg, "%s: %s", origin, clmad_last_error(NULL));
+        clmad__fail(NULL, st, "%s", msg);
+    }
+    free(infos);
+    free(entries);
+    return st;
+}
+
+clmad_status clmad_context_create(const clmad_options *options, clmad_context **out)
+{
+    clmad__clear_error(NULL);
+    if (!out)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_context_create: ctx is NULL");
+    clmad_options defaults;
+    clmad_options_init(&defaults);
+    const clmad_options *opt = options ? options : &defaults;
+
+    clmad_device_entry dev;
+    clmad_status st = choose_device(opt, &dev);
+    if (st != CLMAD_OK)
+        return st;
+
+    clmad_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory creating a context");
+    ctx->platform = dev.platform;
+    ctx->device = dev.device;
+    ctx->info = dev.info;
+    ctx->fp64 = dev.info.fp64 && !opt->disable_fp64;
+
+    cl_int err;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev.platform, 0};
+    ctx->cl = clCreateContext(props, 1, &dev.device, NULL, NULL, &err);
+    if (err == CL_SUCCESS)
+        ctx->queue = clCreateCommandQueue(ctx->cl, dev.device, 0, &err);
+    if (err != CL_SUCCESS) {
+        st = clmad__fail_cl(ctx, err, "creating the OpenCL context and queue");
+        clmad__fail(NULL, st, "%s", clmad_last_error(ctx));
+        clmad_context_release(ctx);
+        return st;
+    }
+
+    ctx->cache_dir = resolve_cache_dir(opt->cache_dir);
+    uint64_t limit = opt->pool_limit_bytes;
+    if (limit == 0) {
+        limit = ctx->info.global_mem_bytes / 8;
+        if (limit > (UINT64_C(1) << 30))
+            limit = UINT64_C(1) << 30;
+    }
+    ctx->pool.limit_bytes = limit;
+    *out = ctx;
+    return CLMAD_OK;
+}
+
+void clmad_context_release(clmad_context *ctx)
+{
+    if (!ctx)
+        return;
+    if (ctx->queue)
+        clFinish(ctx->queue);
+    clmad__program_cache_clear(&ctx->programs);
+    clmad__buffer_pool_clear(ctx);
+    if (ctx->queue)
+        clReleaseCommandQueue(ctx->queue);
+    if (ctx->cl)
+        clReleaseContext(ctx->cl);
+    free(ctx->cache_dir);
+    free(ctx->error.text);
+    free(ctx);
+}
+
+clmad_status clmad_context_device(const clmad_context *ctx, clmad_device_info *info)
+{
+    if (!ctx || !info)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_context_device: NULL argument");
+    *info = ctx->info;
+    return CLMAD_OK;
+}
+
+clmad_status clmad_context_stats(const clmad_context *ctx, clmad_stats *stats)
+{
+    if (!ctx || !stats)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_context_stats: NULL argument");
+    *stats = ctx->stats;
+    return CLMAD_OK;
+}
+
+clmad_status clmad_finish(clmad_context *ctx)
+{
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_finish: ctx is NULL");
+    cl_int err = clFinish(ctx->queue);
+    return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(ctx, err, "clFinish");
+}
+
+clmad_status clmad__check_dtype(const clmad_context *ctx, clmad_dtype dtype)
+{
+    if (dtype == CLMAD_F32)
+        return CLMAD_OK;
+    if (dtype != CLMAD_F64)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "unknown dtype %d", (int)dtype);
+    if (!ctx->fp64)
+        return clmad__fail(ctx, CLMAD_ERR_UNSUPPORTED,
+                           "dtype f64 is not supported on device \"%s\"%s", ctx->info.name,
+                           ctx->info.fp64 ? " (fp64 disabled by the disable_fp64 option)"
+                                          : " (the device reports no fp64 support)");
+    return CLMAD_OK;
+}

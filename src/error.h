@@ -1,0 +1,32 @@
+/* Failure reporting: every failing path sets a message and returns a status. */
+#ifndef CLMAD_ERROR_H
+#define CLMAD_ERROR_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include "clmad.h"
+
+#if defined(__GNUC__)
+#define CLMAD_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define CLMAD_PRINTF(f, a)
+#endif
+
+/* Records the message of a failure on ctx (on this thread when ctx is NULL)
+ * and returns s, so that callers write `return clmad__fail(...)`. */
+clmad_status clmad__fail(const clmad_context *ctx, clmad_status s, const char *fmt, ...)
+    CLMAD_PRINTF(3, 4);
+
+/* As clmad__fail for a failed OpenCL call: the message names `what`, the
+ * OpenCL error and code and the device. Allocation errors map to
+ * CLMAD_ERR_OUT_OF_MEMORY, the rest to CLMAD_ERR_OPENCL. */
+clmad_status clmad__fail_cl(const clmad_context *ctx, cl_int err, const char *what);
+
+/* The name of an OpenCL error code, e.g. "CL_OUT_OF_RESOURCES". */
+const char *clmad__cl_error_name(cl_int err);
+
+/* Clears the message of ctx (or this thread). */
+void clmad__clear_error(const clmad_context *ctx);
+
+#endif

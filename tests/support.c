@@ -1,0 +1,40 @@
+#include "support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+clmad_context *test_context_with(const clmad_options *opt)
+{
+    clmad_context *ctx = NULL;
+    clmad_status st = clmad_context_create(opt, &ctx);
+    cr_assert_eq(st, CLMAD_OK, "context: %s: %s", clmad_status_string(st), clmad_last_error(NULL));
+    return ctx;
+}
+
+clmad_context *test_context(void)
+{
+    return test_context_with(NULL);
+}
+
+const char *test_fresh_dir(const char *tag)
+{
+    static char path[1024];
+    static unsigned serial;
+    const char *root = getenv("CLMAD_TEST_TMP");
+    if (!root || !root[0])
+        root = "/tmp";
+    snprintf(path, sizeof path, "%s/%s-%ld-%u", root, tag, (long)getpid(), serial++);
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(mkdir(path, 0755), 0, "mkdir %s", path);
+    return path;
+}
+
+int test_contains(const char *haystack, const char *needle)
+{
+    return haystack && needle && strstr(haystack, needle) != NULL;
+}

@@ -125,6 +125,9 @@ typedef struct clmad_options {
     /* Upper bound of the bytes the buffer pool keeps for reuse;
      * 0 means the default (1/8 of the device's global memory, at most 1 GiB). */
     uint64_t pool_limit_bytes;
+    /* Most partials one dual kernel carries (see clmad_set_chunk_cap);
+     * 0 means the device default. */
+    int chunk_cap;
 } clmad_options;
 
 /** Fills *opt with the defaults described in clmad_options. */
@@ -227,6 +230,92 @@ int clmad_tensor_ndim(const clmad_tensor *t);
 size_t clmad_tensor_dim(const clmad_tensor *t, int axis);   /* 0 if axis is out of range */
 size_t clmad_tensor_numel(const clmad_tensor *t);
 clmad_dtype clmad_tensor_dtype(const clmad_tensor *t);
+
+/* ------------------------------------------------------------------------ */
+/* Broadcast kernels                                                         */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A broadcast kernel is a scalar function written in OpenCL C over the type
+ * T, applied elementwise with NumPy broadcasting. The library defines, before
+ * the user's source, `real` (float or double: the tensors' dtype) and `T`
+ * (real for values; a dual number with K partials for derivatives), and the
+ * vocabulary of cl/clmad_ad.clh: ad_val, ad_const, ad_add, ad_mul, ad_exp,
+ * ad_sigmoid, ... (see the README for the full list and the conventions at
+ * non-differentiable points). Control flow on ad_val(x) is allowed: the
+ * derivative follows the branch taken at each element.
+ *
+ * One output:      T   fn(T x0, T x1, ...);
+ * Several outputs: void fn(T x0, T x1, ..., T *y0, T *y1, ...);
+ * The source may hold helper functions over T.
+ */
+typedef struct clmad_kernel clmad_kernel;
+
+/**
+ * Creates a kernel from OpenCL C source holding function fn_name with
+ * n_inputs T inputs (1..64) and n_outputs outputs (1..16). The source is
+ * compiled once at once (f32 values) so that mistakes surface here.
+ * The caller owns *k and releases it with clmad_kernel_release before the
+ * context. The source is copied.
+ * Errors: CLMAD_ERR_BUILD when the source does not compile or fn_name does
+ * not have the expected signature; the message carries the compiler's log
+ * with positions as "source:LINE:COLUMN" in the user's own source;
+ * CLMAD_ERR_INVALID_ARGUMENT (NULL, counts, fn_name not an identifier).
+ */
+clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const char *fn_name,
+                                 int n_inputs, int n_outputs, clmad_kernel **k);
+
+/** Releases a kernel and its compiled variants. */
+void clmad_kernel_release(clmad_kernel *k);
+
+/**
+ * Evaluates the kernel elementwise over the broadcast of its inputs
+ * (NumPy rules, up to CLMAD_MAX_DIMS dimensions; 0-d tensors are scalars).
+ * inputs holds n_inputs tensors of one dtype. outputs receives n_outputs new
+ * tensors of the broadcast shape, owned by the caller.
+ * Errors: CLMAD_ERR_SHAPE (names the inputs and their shapes),
+ * CLMAD_ERR_DTYPE, CLMAD_ERR_INVALID_ARGUMENT, CLMAD_ERR_BUILD,
+ * CLMAD_ERR_UNSUPPORTED, CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL.
+ */
+clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+                             clmad_tensor **outputs);
+
+/**
+ * Forward mode: the outputs and the elementwise partials of the broadcast.
+ * active[j] != 0 marks input j as differentiated (active may be NULL: all).
+ * partials receives n_outputs * n_inputs entries: partials[o * n_inputs + j]
+ * is a new tensor of the output shape holding d out_o / d in_j at every
+ * element for an active input, and NULL for an inactive one. Only active
+ * inputs take partial slots (dual arity K = number of active inputs); above
+ * the chunk cap the dual kernel runs once per chunk. All new tensors are
+ * owned by the caller. Errors as clmad_broadcast.
+ */
+clmad_status clmad_broadcast_partials(clmad_context *ctx, clmad_kernel *k,
+                                      clmad_tensor *const *inputs, const int *active,
+                                      clmad_tensor **outputs, clmad_tensor **partials);
+
+/**
+ * Forward mode: a Jacobian-vector product. tangents[j] has the shape of
+ * inputs[j] (it is broadcast the same way), or is NULL for a zero tangent.
+ * outputs and out_tangents each receive n_outputs new tensors of the output
+ * shape, owned by the caller: out_tangents[o] = sum_j d out_o/d in_j * t_j.
+ * One dual kernel with a single partial, whatever the number of inputs.
+ * Errors as clmad_broadcast, and CLMAD_ERR_SHAPE / CLMAD_ERR_DTYPE for a
+ * tangent that does not match its input.
+ */
+clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+                                 clmad_tensor *const *tangents, clmad_tensor **outputs,
+                                 clmad_tensor **out_tangents);
+
+/**
+ * Sets the chunk cap of ctx: the most partials one dual kernel carries.
+ * cap 0 restores the device default (clmad_chunk_cap reports it). Results do
+ * not depend on the cap. Errors: CLMAD_ERR_INVALID_ARGUMENT (cap < 0 or > 64).
+ */
+clmad_status clmad_set_chunk_cap(clmad_context *ctx, int cap);
+
+/** The chunk cap in force on ctx. */
+int clmad_chunk_cap(const clmad_context *ctx);
 
 #ifdef __cplusplus
 }

@@ -166,6 +166,8 @@ typedef struct clmad_stats {
     uint64_t pool_bytes;           /* device bytes kept by the pool for reuse */
     uint64_t pool_hits;            /* allocations served by the pool */
     uint64_t pool_misses;          /* allocations that went to the device */
+    uint64_t tape_nodes;           /* nodes on the tape now */
+    uint64_t tape_saved_bytes;     /* device bytes the tape keeps for backward (stored partials) */
 } clmad_stats;
 
 /** Reads the counters of ctx. */
@@ -316,6 +318,140 @@ clmad_status clmad_set_chunk_cap(clmad_context *ctx, int cap);
 
 /** The chunk cap in force on ctx. */
 int clmad_chunk_cap(const clmad_context *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Reverse mode: the tape                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The tape is eager and define-by-run: every operation runs at once and,
+ * when one of its inputs requires a gradient (and recording is enabled),
+ * appends a node. clmad_backward walks the nodes in reverse and accumulates
+ * gradients into the leaf tensors that require them. A tensor produced by a
+ * recorded operation requires a gradient itself; the tape keeps a reference
+ * to what each node needs for its backward until the tape is cleared.
+ */
+
+/**
+ * Marks a leaf tensor as requiring a gradient (on != 0) or not.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_STATE (t is the
+ * output of a recorded operation: only leaves can be changed).
+ */
+clmad_status clmad_tensor_set_requires_grad(clmad_tensor *t, int on);
+
+/** 1 if gradients flow to or through t. */
+int clmad_tensor_requires_grad(const clmad_tensor *t);
+
+/**
+ * The gradient accumulated in leaf t by clmad_backward, as a new reference
+ * (release it), or NULL in *grad when nothing has been accumulated yet.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT.
+ */
+clmad_status clmad_tensor_grad(clmad_tensor *t, clmad_tensor **grad);
+
+/** Drops the accumulated gradient of t (the next backward starts from zero). */
+void clmad_tensor_zero_grad(clmad_tensor *t);
+
+/**
+ * Runs the backward pass from loss. A loss with one element needs no seed
+ * (seed NULL means d loss = 1); otherwise seed must have loss's shape and
+ * dtype. Gradients accumulate into every leaf that requires one. The tape
+ * is cleared afterwards unless clmad_set_retain_tape(ctx, 1).
+ * Errors: CLMAD_ERR_STATE (loss was not computed on the current tape, or
+ * the tape was consumed by an earlier backward), CLMAD_ERR_SHAPE (a
+ * non-scalar loss without seed, or a seed of another shape), and the errors
+ * of the kernels it runs.
+ */
+clmad_status clmad_backward(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *seed);
+
+/** Keep the tape after backward (on != 0), so that backward can run again. */
+clmad_status clmad_set_retain_tape(clmad_context *ctx, int on);
+
+/** Turns recording on (1, the default) or off (0: the no-grad mode). */
+clmad_status clmad_set_grad_enabled(clmad_context *ctx, int on);
+
+/** Drops every node of the tape and what they keep alive. */
+void clmad_tape_clear(clmad_context *ctx);
+
+/* When a broadcast node evaluates the partials (paper section 2.2.3). */
+typedef enum clmad_partials_policy {
+    /* STORE when the stored partials (output elements x active inputs) fit
+     * in 1/4 of the device's global memory, else RECOMPUTE. */
+    CLMAD_PARTIALS_AUTO = 0,
+    /* Dual kernel in the forward pass; the partials are kept until backward. */
+    CLMAD_PARTIALS_STORE = 1,
+    /* Primal kernel forward; in backward one dual kernel fused with the
+     * multiply by the output adjoints and the accumulation: nothing kept. */
+    CLMAD_PARTIALS_RECOMPUTE = 2
+} clmad_partials_policy;
+
+/** Sets the partials policy of ctx for the broadcasts recorded from now on. */
+clmad_status clmad_set_partials_policy(clmad_context *ctx, clmad_partials_policy policy);
+
+/* ------------------------------------------------------------------------ */
+/* Builtin operations (each records its adjoint on the tape)                 */
+/* ------------------------------------------------------------------------ */
+
+/* Every builtin creates its output (*out), owned by the caller. Elementwise
+ * builtins broadcast like clmad_broadcast and are one-operation broadcasts,
+ * so a chain of them is plain ("unfused") reverse mode. Errors as
+ * clmad_broadcast. */
+clmad_status clmad_add(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
+clmad_status clmad_sub(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
+clmad_status clmad_mul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
+clmad_status clmad_div(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
+clmad_status clmad_pow(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
+clmad_status clmad_neg(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
+clmad_status clmad_exp(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
+clmad_status clmad_log(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
+clmad_status clmad_tanh(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
+clmad_status clmad_sigmoid(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
+clmad_status clmad_relu(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
+clmad_status clmad_sqrt(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
+/** where(cond, a, b): a where cond != 0, else b; no gradient flows to cond. */
+clmad_status clmad_where(clmad_context *ctx, clmad_tensor *cond, clmad_tensor *a, clmad_tensor *b,
+                         clmad_tensor **out);
+
+typedef enum clmad_compare_op {
+    CLMAD_LT = 0, CLMAD_LE = 1, CLMAD_GT = 2, CLMAD_GE = 3, CLMAD_EQ = 4, CLMAD_NE = 5
+} clmad_compare_op;
+/** A mask of 1 and 0 (dtype of the inputs); records nothing (no gradient). */
+clmad_status clmad_compare(clmad_context *ctx, clmad_compare_op op, clmad_tensor *a, clmad_tensor *b,
+                           clmad_tensor **out);
+
+/**
+ * Sum over the axes listed in axes[0..naxes) (negative counts from the end);
+ * naxes 0 (axes NULL) sums over every axis. keepdims keeps the summed axes
+ * with size 1. The reduction order is fixed: results are bitwise
+ * reproducible on one device. Errors: CLMAD_ERR_INVALID_ARGUMENT (bad or
+ * repeated axis).
+ */
+clmad_status clmad_sum(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
+                       clmad_tensor **out);
+/** Mean over axes, as clmad_sum. */
+clmad_status clmad_mean(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
+                        clmad_tensor **out);
+
+/**
+ * Matrix product of 2-d tensors through CLBlast: out = op(a) op(b), where
+ * op transposes when trans_a / trans_b is non-zero. dA = dC op(b)^T and
+ * dB = op(a)^T dC in backward. Errors: CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE,
+ * CLMAD_ERR_OPENCL (CLBlast's status is in the message).
+ */
+clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a,
+                          int trans_b, clmad_tensor **out);
+
+/** Elements [start, stop) of x along axis (a copy). Errors: CLMAD_ERR_SHAPE. */
+clmad_status clmad_slice(clmad_context *ctx, clmad_tensor *x, int axis, size_t start, size_t stop,
+                         clmad_tensor **out);
+/** Concatenation of n tensors along axis; other dimensions must match. */
+clmad_status clmad_concat(clmad_context *ctx, int n, clmad_tensor *const *xs, int axis,
+                          clmad_tensor **out);
+/** The elements of x with another shape of the same element count (a copy). */
+clmad_status clmad_reshape(clmad_context *ctx, clmad_tensor *x, int ndim, const size_t *shape,
+                           clmad_tensor **out);
+/** Permutes the axes of x: out axis i is x axis perm[i]; perm NULL reverses them. */
+clmad_status clmad_transpose(clmad_context *ctx, clmad_tensor *x, const int *perm, clmad_tensor **out);
 
 #ifdef __cplusplus
 }

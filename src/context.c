@@ -1,5 +1,6 @@
 #include "context.h"
 #include "device.h"
+#include "tape.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,9 @@ clmad_status clmad_context_create(const clmad_options *options, clmad_context **
     clmad_options defaults;
     clmad_options_init(&defaults);
     const clmad_options *opt = options ? options : &defaults;
+    if (opt->chunk_cap < 0 || opt->chunk_cap > 64)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT,
+                           "clmad_context_create: chunk_cap %d is outside 0..64", opt->chunk_cap);
 
     clmad_device_entry dev;
     clmad_status st = choose_device(opt, &dev);
@@ -116,6 +120,9 @@ clmad_status clmad_context_create(const clmad_options *options, clmad_context **
             limit = UINT64_C(1) << 30;
     }
     ctx->pool.limit_bytes = limit;
+    ctx->chunk_cap = opt->chunk_cap;
+    ctx->tape.grad_enabled = 1;
+    ctx->tape.policy = CLMAD_PARTIALS_AUTO;
     *out = ctx;
     return CLMAD_OK;
 }
@@ -126,6 +133,14 @@ void clmad_context_release(clmad_context *ctx)
         return;
     if (ctx->queue)
         clFinish(ctx->queue);
+    clmad__tape_free_nodes(ctx);
+    free(ctx->tape.nodes);
+    for (int b = 0; b < CLMAD_BUILTIN_COUNT; b++)
+        clmad_kernel_release(ctx->builtins[b]);
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < CLMAD_OPS_COUNT; i++)
+            if (ctx->ops[d][i])
+                clReleaseKernel(ctx->ops[d][i]);
     clmad__program_cache_clear(&ctx->programs);
     clmad__buffer_pool_clear(ctx);
     if (ctx->queue)

@@ -12,6 +12,36 @@ typedef struct clmad_message {
     size_t cap;
 } clmad_message;
 
+struct clmad_node;
+
+typedef struct clmad_tape {
+    struct clmad_node **nodes;
+    size_t count, cap;
+    uint64_t generation;     /* bumped when the tape is cleared */
+    int grad_enabled;        /* recording on (the default) */
+    int retain;              /* keep the nodes after backward */
+    clmad_partials_policy policy;
+} clmad_tape;
+
+/* Internal kernels of cl/ops.cl, built once per context and dtype. */
+typedef enum clmad_ops_kernel_id {
+    CLMAD_OPS_STRIDED_COPY,
+    CLMAD_OPS_REDUCE_SUM,
+    CLMAD_OPS_ACCUMULATE,
+    CLMAD_OPS_COUNT
+} clmad_ops_kernel_id;
+
+/* Builtin elementwise operations: broadcast kernels created on first use. */
+typedef enum clmad_builtin_id {
+    CLMAD_BUILTIN_ADD, CLMAD_BUILTIN_SUB, CLMAD_BUILTIN_MUL, CLMAD_BUILTIN_DIV,
+    CLMAD_BUILTIN_POW, CLMAD_BUILTIN_NEG, CLMAD_BUILTIN_EXP, CLMAD_BUILTIN_LOG,
+    CLMAD_BUILTIN_TANH, CLMAD_BUILTIN_SIGMOID, CLMAD_BUILTIN_RELU, CLMAD_BUILTIN_SQRT,
+    CLMAD_BUILTIN_WHERE,
+    CLMAD_BUILTIN_LT, CLMAD_BUILTIN_LE, CLMAD_BUILTIN_GT, CLMAD_BUILTIN_GE,
+    CLMAD_BUILTIN_EQ, CLMAD_BUILTIN_NE,
+    CLMAD_BUILTIN_COUNT
+} clmad_builtin_id;
+
 struct clmad_context {
     cl_platform_id platform;
     cl_device_id device;
@@ -23,8 +53,19 @@ struct clmad_context {
     clmad_program_cache programs;
     clmad_buffer_pool pool;
     clmad_stats stats;
+    int chunk_cap;                  /* 0: the device default */
     clmad_message error;
+    clmad_tape tape;
+    cl_kernel ops[2][CLMAD_OPS_COUNT];        /* [dtype][id] */
+    struct clmad_kernel *builtins[CLMAD_BUILTIN_COUNT];
 };
+
+/* The cl/ops.cl kernel `id` for dtype, built on first use; owned by ctx. */
+clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_kernel_id id,
+                               cl_kernel *kernel);
+
+/* Enqueues a 1-d range of at least n work-items (rounded up to the group). */
+clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n);
 
 /* The message slot of ctx, or of this thread when ctx is NULL. */
 clmad_message *clmad__message_slot(const clmad_context *ctx);

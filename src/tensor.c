@@ -77,7 +77,7 @@ static clmad_status tensor_alloc(clmad_context *ctx, clmad_dtype dtype, int ndim
 clmad_status clmad_tensor_create(clmad_context *ctx, clmad_dtype dtype, int ndim,
                                  const size_t *shape, const void *host, clmad_tensor **out)
 {
-    clmad_tensor *t;
+    clmad_tensor *t = NULL;
     clmad_status st = tensor_alloc(ctx, dtype, ndim, shape, &t, out);
     if (st != CLMAD_OK)
         return st;
@@ -95,7 +95,7 @@ clmad_status clmad_tensor_create(clmad_context *ctx, clmad_dtype dtype, int ndim
 clmad_status clmad_tensor_fill(clmad_context *ctx, clmad_dtype dtype, int ndim,
                                const size_t *shape, double value, clmad_tensor **out)
 {
-    clmad_tensor *t;
+    clmad_tensor *t = NULL;
     clmad_status st = tensor_alloc(ctx, dtype, ndim, shape, &t, out);
     if (st != CLMAD_OK)
         return st;
@@ -164,6 +164,7 @@ void clmad_tensor_release(clmad_tensor *t)
 {
     if (!t || --t->refcount > 0)
         return;
+    clmad_tensor_release(t->grad);
     if (t->mem) {
         t->ctx->stats.live_tensor_bytes -= t->capacity;
         clmad__buffer_return(t->ctx, t->mem, t->capacity);

@@ -13,6 +13,12 @@ struct clmad_tensor {
     size_t numel;
     cl_mem mem;        /* NULL for an empty tensor (numel == 0) */
     size_t capacity;   /* bytes of mem, as the pool made it */
+    /* Reverse mode (see tape.h). */
+    int requires_grad;         /* leaf: set by the user; outputs of recorded ops: 1 */
+    clmad_tensor *grad;        /* leaf gradient accumulated by backward, or NULL */
+    struct clmad_node *node;   /* producing node, valid while node_gen is current */
+    uint64_t node_gen;
+    int out_index;             /* which output of node */
 };
 
 /* Size in bytes of the tensor's elements. */

@@ -1,0 +1,85 @@
+/*
+ * Kernels of the builtin operations that are not broadcasts: strided copies
+ * (slice, concat, transpose, expand), deterministic reductions and the
+ * accumulation of gradients. `real` comes from the prelude. Shapes and
+ * strides of up to 8 dimensions travel as ulong8 and are unpacked into
+ * private arrays (vectors cannot be indexed by a variable in OpenCL C 1.2).
+ */
+
+/* Element offset of linear index i over dims[0..nd) with the given strides
+ * (last dimension fastest). */
+static ulong clmad_offset(ulong i, int nd, const ulong *dims, const ulong *strides)
+{
+    ulong off = 0;
+    for (int d = nd - 1; d >= 0; d--) {
+        off += (i % dims[d]) * strides[d];
+        i /= dims[d];
+    }
+    return off;
+}
+
+/* dst[dst_off + offset(e, dst_strides)] (+)= scale * src[src_off + offset(e, src_strides)]
+ * for every element e of the shape `dims`. */
+__kernel void clmad_strided_copy(__global real *dst, __global const real *src, ulong n, int nd,
+                                 ulong8 dims8, ulong8 dst_strides8, ulong8 src_strides8,
+                                 ulong dst_off, ulong src_off, real scale, int accumulate)
+{
+    ulong e = get_global_id(0);
+    if (e >= n)
+        return;
+    ulong dims[8], ds[8], ss[8];
+    vstore8(dims8, 0, dims);
+    vstore8(dst_strides8, 0, ds);
+    vstore8(src_strides8, 0, ss);
+    ulong di = dst_off + clmad_offset(e, nd, dims, ds);
+    real v = scale * src[src_off + clmad_offset(e, nd, dims, ss)];
+    dst[di] = accumulate ? dst[di] + v : v;
+}
+
+/* Deterministic partial sums: work-item g = m * parts + p sums, in a fixed
+ * order, the reduced elements [p * n_red / parts, (p+1) * n_red / parts)
+ * of kept element m, and writes dst[g]. */
+__kernel void clmad_reduce_sum(__global real *dst, __global const real *src, ulong n_keep,
+                               ulong n_red, ulong parts, int nk, ulong8 kdims8, ulong8 kstrides8,
+                               int nr, ulong8 rdims8, ulong8 rstrides8)
+{
+    ulong g = get_global_id(0);
+    if (g >= n_keep * parts)
+        return;
+    ulong m = g / parts, p = g % parts;
+    ulong kdims[8], ks[8], rdims[8], rs[8];
+    vstore8(kdims8, 0, kdims);
+    vstore8(kstrides8, 0, ks);
+    vstore8(rdims8, 0, rdims);
+    vstore8(rstrides8, 0, rs);
+    ulong base = clmad_offset(m, nk, kdims, ks);
+    ulong q0 = p * n_red / parts, q1 = (p + 1) * n_red / parts;
+    /* Odometer over the reduced coordinates: no division per element. */
+    ulong c[8];
+    ulong rest = q0, off = 0;
+    for (int d = nr - 1; d >= 0; d--) {
+        c[d] = rest % rdims[d];
+        rest /= rdims[d];
+        off += c[d] * rs[d];
+    }
+    real acc = 0;
+    for (ulong q = q0; q < q1; q++) {
+        acc += src[base + off];
+        for (int d = nr - 1; d >= 0; d--) {
+            off += rs[d];
+            if (++c[d] < rdims[d])
+                break;
+            off -= c[d] * rs[d];
+            c[d] = 0;
+        }
+    }
+    dst[g] = acc;
+}
+
+/* dst = dst + src, elementwise (gradient accumulation). */
+__kernel void clmad_accumulate(__global real *restrict dst, __global const real *restrict src, ulong n)
+{
+    ulong e = get_global_id(0);
+    if (e < n)
+        dst[e] += src[e];
+}

@@ -1,0 +1,316 @@
+/* clmad_broadcast and its forward-mode forms: checks, chunking, launch. */
+#include "kernel.h"
+#include "tape.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Default chunk cap: ForwardDiff's threshold is 12, the paper suggests
+ * starting near 10; register pressure on GPUs argues for less. */
+#define CLMAD_DEFAULT_CHUNK_CAP 8
+
+int clmad_chunk_cap(const clmad_context *ctx)
+{
+    if (!ctx)
+        return CLMAD_DEFAULT_CHUNK_CAP;
+    return ctx->chunk_cap > 0 ? ctx->chunk_cap : CLMAD_DEFAULT_CHUNK_CAP;
+}
+
+clmad_status clmad_set_chunk_cap(clmad_context *ctx, int cap)
+{
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_set_chunk_cap: ctx is NULL");
+    if (cap < 0 || cap > CLMAD_MAX_INPUTS)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                           "clmad_set_chunk_cap: cap %d is outside 0..%d", cap, CLMAD_MAX_INPUTS);
+    ctx->chunk_cap = cap;
+    return CLMAD_OK;
+}
+
+/* Checks the arguments common to every broadcast call and plans the shapes. */
+clmad_status clmad__bcast_check_and_plan(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+                                   const char *call, clmad_bcast_plan *plan)
+{
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", call);
+    if (!k || !inputs)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: kernel and inputs must not be NULL",
+                           call);
+    if (k->ctx != ctx)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                           "%s(%s): the kernel belongs to another context", call, k->fn_name);
+    for (int j = 0; j < k->n_inputs; j++) {
+        if (!inputs[j])
+            return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s(%s): input %d is NULL", call,
+                               k->fn_name, j);
+        if (inputs[j]->ctx != ctx)
+            return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                               "%s(%s): input %d belongs to another context", call, k->fn_name, j);
+        if (inputs[j]->dtype != inputs[0]->dtype)
+            return clmad__fail(ctx, CLMAD_ERR_DTYPE,
+                               "%s(%s): input %d is %s but input 0 is %s; inputs must share one dtype",
+                               call, k->fn_name, j, inputs[j]->dtype == CLMAD_F64 ? "f64" : "f32",
+                               inputs[0]->dtype == CLMAD_F64 ? "f64" : "f32");
+    }
+    clmad_status st = clmad__check_dtype(ctx, inputs[0]->dtype);
+    if (st != CLMAD_OK)
+        return st;
+    char what[160];
+    snprintf(what, sizeof what, "%s(%s)", call, k->fn_name);
+    return clmad__plan_broadcast(ctx, what, inputs, k->n_inputs, plan);
+}
+
+void clmad__bcast_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, clmad_dtype dtype,
+                        clmad_mode mode, clmad_variant *v)
+{
+    memset(v, 0, sizeof *v);
+    v->mode = mode;
+    v->dtype = dtype;
+    v->n_inputs = k->n_inputs;
+    v->n_outputs = k->n_outputs;
+    v->nd = plan->any_strided ? plan->nd : 0;
+    v->write_values = 1;
+    for (int j = 0; j < k->n_inputs; j++) {
+        v->access[j] = (char)plan->access[j];
+        v->slot[j] = mode == CLMAD_MODE_PARTIALS || mode == CLMAD_MODE_VJP ? -1 : 0;
+    }
+}
+
+/* Creates n uninitialised tensors of the plan's output shape. */
+clmad_status clmad__bcast_new_outputs(clmad_context *ctx, const clmad_bcast_plan *plan, clmad_dtype dtype,
+                                int n, clmad_tensor **out)
+{
+    for (int i = 0; i < n; i++) {
+        clmad_status st = clmad_tensor_create(ctx, dtype, plan->out_ndim, plan->out_shape, NULL, &out[i]);
+        if (st != CLMAD_OK) {
+            for (int k = 0; k < i; k++) {
+                clmad_tensor_release(out[k]);
+                out[k] = NULL;
+            }
+            return st;
+        }
+    }
+    return CLMAD_OK;
+}
+
+void clmad__release_all(clmad_tensor **t, int n)
+{
+    for (int i = 0; i < n; i++) {
+        clmad_tensor_release(t[i]);
+        t[i] = NULL;
+    }
+}
+
+static clmad_status set_arg(clmad_context *ctx, cl_kernel kern, cl_uint *i, size_t size,
+                            const void *value)
+{
+    cl_int err = clSetKernelArg(kern, (*i)++, size, value);
+    return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(ctx, err, "clSetKernelArg");
+}
+
+clmad_status clmad__bcast_launch(clmad_kernel *k, const clmad_variant *v, const clmad_bcast_plan *plan,
+                           const clmad_launch_args *a)
+{
+    clmad_context *ctx = k->ctx;
+    cl_kernel kern;
+    clmad_status st = clmad__kernel_variant(k, v, &kern);
+    if (st != CLMAD_OK)
+        return st;
+    cl_uint i = 0;
+    cl_ulong n = plan->numel;
+    st = set_arg(ctx, kern, &i, sizeof n, &n);
+    if (v->mode == CLMAD_MODE_VJP) {
+        for (int o = 0; o < v->n_outputs && st == CLMAD_OK; o++)
+            if (v->adj_mask & (1u << o))
+                st = set_arg(ctx, kern, &i, sizeof(cl_mem), &a->values[o]->mem);
+        for (int s = 0; s < v->K && st == CLMAD_OK; s++)
+            st = set_arg(ctx, kern, &i, sizeof(cl_mem), &a->derivs[s]->mem);
+    }
+    for (int o = 0; o < v->n_outputs && st == CLMAD_OK && v->mode != CLMAD_MODE_VJP; o++)
+        st = set_arg(ctx, kern, &i, sizeof(cl_mem), &a->values[o]->mem);
+    int n_derivs = v->mode == CLMAD_MODE_PARTIALS ? v->n_outputs * v->K
+                   : v->mode == CLMAD_MODE_JVP    ? v->n_outputs
+                                                  : 0;
+    for (int d = 0; d < n_derivs && st == CLMAD_OK; d++)
+        st = set_arg(ctx, kern, &i, sizeof(cl_mem), &a->derivs[d]->mem);
+    for (int j = 0; j < v->n_inputs && st == CLMAD_OK; j++)
+        st = set_arg(ctx, kern, &i, sizeof(cl_mem), &a->inputs[j]->mem);
+    if (v->mode == CLMAD_MODE_JVP)
+        for (int j = 0; j < v->n_inputs && st == CLMAD_OK; j++)
+            if (v->slot[j])
+                st = set_arg(ctx, kern, &i, sizeof(cl_mem), &a->tangents[j]->mem);
+    if (plan->any_strided) {
+        for (int d = 0; d < plan->nd && st == CLMAD_OK; d++) {
+            cl_ulong dim = plan->dims[d];
+            st = set_arg(ctx, kern, &i, sizeof dim, &dim);
+        }
+        for (int j = 0; j < v->n_inputs; j++)
+            if (plan->access[j] == CLMAD_ACCESS_STRIDED)
+                for (int d = 0; d < plan->nd && st == CLMAD_OK; d++) {
+                    cl_ulong s = plan->strides[j][d];
+                    st = set_arg(ctx, kern, &i, sizeof s, &s);
+                }
+    }
+    if (st != CLMAD_OK)
+        return st;
+    return clmad__enqueue_1d(ctx, kern, plan->numel);
+}
+
+clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+                             clmad_tensor **outputs)
+{
+    clmad_bcast_plan plan;
+    clmad_status st = clmad__bcast_check_and_plan(ctx, k, inputs, "clmad_broadcast", &plan);
+    if (st != CLMAD_OK)
+        return st;
+    if (!outputs)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_broadcast(%s): outputs is NULL",
+                           k->fn_name);
+    if (clmad__should_record(ctx, inputs, k->n_inputs))
+        return clmad__bcast_record(ctx, k, inputs, &plan, outputs);
+    clmad_dtype dtype = inputs[0]->dtype;
+    clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0};
+    st = clmad__bcast_new_outputs(ctx, &plan, dtype, k->n_outputs, values);
+    if (st != CLMAD_OK)
+        return st;
+    if (plan.numel > 0) {
+        clmad_variant v;
+        clmad__bcast_variant(k, &plan, dtype, CLMAD_MODE_PRIMAL, &v);
+        clmad_launch_args a = {values, NULL, inputs, NULL};
+        st = clmad__bcast_launch(k, &v, &plan, &a);
+        if (st != CLMAD_OK) {
+            clmad__release_all(values, k->n_outputs);
+            return st;
+        }
+    }
+    memcpy(outputs, values, (size_t)k->n_outputs * sizeof *outputs);
+    return CLMAD_OK;
+}
+
+/* Splits n active inputs into chunks of at most cap: the fewest chunks, then
+ * the most even sizes (ForwardDiff's rule). Returns the chunk size. */
+int clmad__chunk_size(int n, int cap)
+{
+    if (n <= cap)
+        return n;
+    int chunks = (n + cap - 1) / cap;
+    return (n + chunks - 1) / chunks;
+}
+
+clmad_status clmad__bcast_run_partials(clmad_kernel *k, const clmad_bcast_plan *plan,
+                                       clmad_tensor *const *inputs, const int *active,
+                                       clmad_tensor **outputs, clmad_tensor **partials)
+{
+    clmad_context *ctx = k->ctx;
+    int n_in = k->n_inputs, n_out = k->n_outputs;
+    int act[CLMAD_MAX_INPUTS], n_active = 0;
+    for (int j = 0; j < n_in; j++)
+        if (!active || active[j])
+            act[n_active++] = j;
+
+    clmad_dtype dtype = inputs[0]->dtype;
+    clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0};
+    clmad_tensor *parts[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS] = {0};
+    clmad_status st = clmad__bcast_new_outputs(ctx, plan, dtype, n_out, values);
+    for (int o = 0; o < n_out && st == CLMAD_OK; o++)
+        for (int a = 0; a < n_active && st == CLMAD_OK; a++)
+            st = clmad__bcast_new_outputs(ctx, plan, dtype, 1, &parts[o * n_in + act[a]]);
+
+    if (st == CLMAD_OK && plan->numel > 0 && n_active == 0) {
+        clmad_variant v;
+        clmad__bcast_variant(k, plan, dtype, CLMAD_MODE_PRIMAL, &v);
+        clmad_launch_args a = {values, NULL, inputs, NULL};
+        st = clmad__bcast_launch(k, &v, plan, &a);
+    }
+    int size = n_active ? clmad__chunk_size(n_active, clmad_chunk_cap(ctx)) : 0;
+    for (int first = 0; st == CLMAD_OK && plan->numel > 0 && first < n_active; first += size) {
+        int K = n_active - first < size ? n_active - first : size;
+        clmad_variant v;
+        clmad__bcast_variant(k, plan, dtype, CLMAD_MODE_PARTIALS, &v);
+        v.K = K;
+        v.write_values = first == 0;
+        clmad_tensor *chunk_parts[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS];
+        for (int s = 0; s < K; s++) {
+            int j = act[first + s];
+            v.slot[j] = (signed char)s;
+            for (int o = 0; o < n_out; o++)
+                chunk_parts[o * K + s] = parts[o * n_in + j];
+        }
+        clmad_launch_args a = {values, chunk_parts, inputs, NULL};
+        st = clmad__bcast_launch(k, &v, plan, &a);
+    }
+    if (st != CLMAD_OK) {
+        clmad__release_all(values, n_out);
+        clmad__release_all(parts, n_out * n_in);
+        return st;
+    }
+    memcpy(outputs, values, (size_t)n_out * sizeof *outputs);
+    memcpy(partials, parts, (size_t)(n_out * n_in) * sizeof *partials);
+    return CLMAD_OK;
+}
+
+clmad_status clmad_broadcast_partials(clmad_context *ctx, clmad_kernel *k,
+                                      clmad_tensor *const *inputs, const int *active,
+                                      clmad_tensor **outputs, clmad_tensor **partials)
+{
+    clmad_bcast_plan plan;
+    clmad_status st = clmad__bcast_check_and_plan(ctx, k, inputs, "clmad_broadcast_partials", &plan);
+    if (st != CLMAD_OK)
+        return st;
+    if (!outputs || !partials)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                           "clmad_broadcast_partials(%s): outputs and partials must not be NULL",
+                           k->fn_name);
+    return clmad__bcast_run_partials(k, &plan, inputs, active, outputs, partials);
+}
+
+clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+                                 clmad_tensor *const *tangents, clmad_tensor **outputs,
+                                 clmad_tensor **out_tangents)
+{
+    clmad_bcast_plan plan;
+    clmad_status st = clmad__bcast_check_and_plan(ctx, k, inputs, "clmad_broadcast_jvp", &plan);
+    if (st != CLMAD_OK)
+        return st;
+    if (!tangents || !outputs || !out_tangents)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                           "clmad_broadcast_jvp(%s): tangents, outputs and out_tangents must not be NULL",
+                           k->fn_name);
+    for (int j = 0; j < k->n_inputs; j++) {
+        const clmad_tensor *t = tangents[j], *x = inputs[j];
+        if (!t)
+            continue;
+        if (t->dtype != x->dtype)
+            return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_broadcast_jvp(%s): tangent %d has another dtype than its input",
+                               k->fn_name, j);
+        int same = t->ndim == x->ndim && t->ctx == ctx;
+        for (int d = 0; same && d < t->ndim; d++)
+            same = t->shape[d] == x->shape[d];
+        if (!same)
+            return clmad__fail(ctx, CLMAD_ERR_SHAPE,
+                               "clmad_broadcast_jvp(%s): tangent %d must have the shape of input %d",
+                               k->fn_name, j, j);
+    }
+    clmad_dtype dtype = inputs[0]->dtype;
+    clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0}, *dvalues[CLMAD_MAX_OUTPUTS] = {0};
+    st = clmad__bcast_new_outputs(ctx, &plan, dtype, k->n_outputs, values);
+    if (st == CLMAD_OK)
+        st = clmad__bcast_new_outputs(ctx, &plan, dtype, k->n_outputs, dvalues);
+    if (st == CLMAD_OK && plan.numel > 0) {
+        clmad_variant v;
+        clmad__bcast_variant(k, &plan, dtype, CLMAD_MODE_JVP, &v);
+        v.K = 1;
+        for (int j = 0; j < k->n_inputs; j++)
+            v.slot[j] = tangents[j] != NULL;
+        clmad_launch_args a = {values, dvalues, inputs, tangents};
+        st = clmad__bcast_launch(k, &v, &plan, &a);
+    }
+    if (st != CLMAD_OK) {
+        clmad__release_all(values, k->n_outputs);
+        clmad__release_all(dvalues, k->n_outputs);
+        return st;
+    }
+    memcpy(outputs, values, (size_t)k->n_outputs * sizeof *outputs);
+    memcpy(out_tangents, dvalues, (size_t)k->n_outputs * sizeof *out_tangents);
+    return CLMAD_OK;
+}

@@ -1,0 +1,236 @@
+/*
+ * Broadcast nodes on the tape, with the partials policies of DESIGN.md 5:
+ * STORE keeps the partials of the forward dual kernel; RECOMPUTE runs the
+ * primal forward and, in backward, one dual kernel per chunk fused with the
+ * multiply by the output adjoints and the accumulation. Both form each
+ * input adjoint with the same expression, sum_o adj_o * partial_o, so they
+ * agree bitwise; broadcast-expanded inputs are then reduced to their shape
+ * in a fixed order (ops_reduce.c).
+ */
+#include "kernel.h"
+#include "ops.h"
+#include "tape.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct bcast_data {
+    clmad_kernel *k;            /* retained */
+    clmad_bcast_plan plan;
+    int active[CLMAD_MAX_INPUTS];
+    int store;
+    clmad_tensor *partials[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS]; /* STORE: [o * n_in + j] */
+} bcast_data;
+
+static void bcast_free(clmad_node *node)
+{
+    bcast_data *d = node->data;
+    if (!d)
+        return;
+    clmad__release_all(d->partials, d->k->n_outputs * d->k->n_inputs);
+    clmad_kernel_release(d->k);
+    free(d);
+    node->data = NULL;
+}
+
+/* Input j's gradient can be formed in place: it reads at the element index
+ * and no other active input is the same tensor (which would alias). */
+static int direct_target(const clmad_node *node, const bcast_data *d, int j)
+{
+    if (d->plan.access[j] != CLMAD_ACCESS_FULL)
+        return 0;
+    for (int i = 0; i < node->n_inputs; i++)
+        if (i != j && d->active[i] && node->inputs[i] == node->inputs[j])
+            return 0;
+    return 1;
+}
+
+/* The tensor a kernel writes input j's gradient into: the adjoint slot
+ * itself (accumulate), a new tensor of the input's shape destined for the
+ * slot, or a temporary of the output shape to be reduced. */
+typedef struct grad_target {
+    int j;
+    clmad_tensor **slot;
+    clmad_tensor *tensor;
+    int accumulate;  /* tensor is *slot: add to it */
+    int fresh;       /* tensor goes into the empty *slot afterwards */
+} grad_target;
+
+static clmad_status target_open(clmad_context *ctx, clmad_node *node, bcast_data *d, int j,
+                                grad_target *t)
+{
+    memset(t, 0, sizeof *t);
+    t->j = j;
+    t->slot = clmad__adjoint_slot(ctx, node, j);
+    clmad_tensor *x = node->inputs[j];
+    if (direct_target(node, d, j) && *t->slot) {
+        t->tensor = *t->slot;
+        t->accumulate = 1;
+        return CLMAD_OK;
+    }
+    if (direct_target(node, d, j)) {
+        t->fresh = 1;
+        return clmad_tensor_create(ctx, node->dtype, x->ndim, x->shape, NULL, &t->tensor);
+    }
+    return clmad_tensor_create(ctx, node->dtype, d->plan.out_ndim, d->plan.out_shape, NULL, &t->tensor);
+}
+
+/* After the kernel: hand the gradient to its slot. */
+static clmad_status target_close(clmad_context *ctx, clmad_node *node, grad_target *t, clmad_status st)
+{
+    if (t->accumulate)
+        return st;
+    if (st != CLMAD_OK) {
+        clmad_tensor_release(t->tensor);
+        return st;
+    }
+    if (t->fresh) {
+        *t->slot = t->tensor;
+        return CLMAD_OK;
+    }
+    clmad_tensor *x = node->inputs[t->j], *g;
+    st = clmad__sum_to_shape(ctx, t->tensor, x->ndim, x->shape, &g);
+    clmad_tensor_release(t->tensor);
+    return st == CLMAD_OK ? clmad__accumulate_input(ctx, node, t->j, g) : st;
+}
+
+static clmad_status store_backward(clmad_context *ctx, clmad_node *node, bcast_data *d)
+{
+    int n_in = node->n_inputs, n_out = node->n_outputs;
+    clmad_status st = CLMAD_OK;
+    for (int j = 0; j < n_in && st == CLMAD_OK; j++) {
+        if (!d->active[j] || !clmad__adjoint_slot(ctx, node, j))
+            continue;
+        clmad_tensor *adj[CLMAD_MAX_OUTPUTS], *parts[CLMAD_MAX_OUTPUTS];
+        int terms = 0;
+        for (int o = 0; o < n_out; o++)
+            if (node->out_adj[o]) {
+                adj[terms] = node->out_adj[o];
+                parts[terms++] = d->partials[o * n_in + j];
+            }
+        grad_target t;
+        st = target_open(ctx, node, d, j, &t);
+        if (st != CLMAD_OK)
+            return st;
+        st = clmad__vjp_store(ctx, t.tensor, t.accumulate, terms, adj, parts);
+        st = target_close(ctx, node, &t, st);
+    }
+    return st;
+}
+
+static clmad_status recompute_backward(clmad_context *ctx, clmad_node *node, bcast_data *d)
+{
+    clmad_kernel *k = d->k;
+    int act[CLMAD_MAX_INPUTS], n_act = 0;
+    for (int j = 0; j < node->n_inputs; j++)
+        if (d->active[j] && clmad__adjoint_slot(ctx, node, j))
+            act[n_act++] = j;
+    unsigned mask = 0;
+    for (int o = 0; o < node->n_outputs; o++)
+        if (node->out_adj[o])
+            mask |= 1u << o;
+    int size = clmad__chunk_size(n_act, clmad_chunk_cap(ctx));
+    clmad_status st = CLMAD_OK;
+    for (int first = 0; st == CLMAD_OK && first < n_act; first += size) {
+        int K = n_act - first < size ? n_act - first : size;
+        clmad_variant v;
+        clmad__bcast_variant(k, &d->plan, node->dtype, CLMAD_MODE_VJP, &v);
+        v.K = K;
+        v.write_values = 0;
+        v.adj_mask = mask;
+        grad_target t[CLMAD_MAX_INPUTS];
+        clmad_tensor *targets[CLMAD_MAX_INPUTS];
+        int opened = 0;
+        for (int s = 0; s < K && st == CLMAD_OK; s++, opened++) {
+            int j = act[first + s];
+            v.slot[j] = (signed char)s;
+            st = target_open(ctx, node, d, j, &t[s]);
+            targets[s] = t[s].tensor;
+            v.accumulate[s] = (char)t[s].accumulate;
+        }
+        if (st == CLMAD_OK) {
+            clmad_launch_args a = {node->out_adj, targets, node->inputs, NULL};
+            st = clmad__bcast_launch(k, &v, &d->plan, &a);
+        } else {
+            opened--; /* the failed target released itself */
+        }
+        for (int s = 0; s < opened; s++)
+            st = target_close(ctx, node, &t[s], st);
+    }
+    return st;
+}
+
+static clmad_status bcast_backward(clmad_context *ctx, clmad_node *node)
+{
+    bcast_data *d = node->data;
+    if (d->plan.numel == 0)
+        return CLMAD_OK;
+    return d->store ? store_backward(ctx, node, d) : recompute_backward(ctx, node, d);
+}
+
+static int choose_store(const clmad_context *ctx, const clmad_bcast_plan *plan, int n_active,
+                        int n_outputs, clmad_dtype dtype)
+{
+    switch (ctx->tape.policy) {
+    case CLMAD_PARTIALS_STORE: return 1;
+    case CLMAD_PARTIALS_RECOMPUTE: return 0;
+    default: {
+        double bytes = (double)plan->numel * n_active * n_outputs * (double)clmad_dtype_size(dtype);
+        return bytes <= (double)ctx->info.global_mem_bytes / 4;
+    }
+    }
+}
+
+clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+                                 const clmad_bcast_plan *plan, clmad_tensor **outputs)
+{
+    bcast_data *d = calloc(1, sizeof *d);
+    if (!d)
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory recording a broadcast");
+    d->plan = *plan;
+    int n_active = 0;
+    for (int j = 0; j < k->n_inputs; j++)
+        n_active += d->active[j] = clmad__needs_grad(ctx, inputs[j]);
+    clmad_dtype dtype = inputs[0]->dtype;
+    d->store = choose_store(ctx, plan, n_active, k->n_outputs, dtype);
+
+    clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0};
+    clmad_status st;
+    if (d->store) {
+        st = clmad__bcast_run_partials(k, plan, inputs, d->active, values, d->partials);
+    } else {
+        st = clmad__bcast_new_outputs(ctx, plan, dtype, k->n_outputs, values);
+        if (st == CLMAD_OK && plan->numel > 0) {
+            clmad_variant v;
+            clmad__bcast_variant(k, plan, dtype, CLMAD_MODE_PRIMAL, &v);
+            clmad_launch_args a = {values, NULL, inputs, NULL};
+            st = clmad__bcast_launch(k, &v, plan, &a);
+            if (st != CLMAD_OK)
+                clmad__release_all(values, k->n_outputs);
+        }
+    }
+    if (st != CLMAD_OK) {
+        free(d);
+        return st;
+    }
+    clmad_node *node;
+    st = clmad__record(ctx, k->fn_name, bcast_backward, inputs, k->n_inputs, values, k->n_outputs, &node);
+    if (st != CLMAD_OK) {
+        clmad__release_all(d->partials, k->n_outputs * k->n_inputs);
+        clmad__release_all(values, k->n_outputs);
+        free(d);
+        return st;
+    }
+    k->refcount++;
+    d->k = k;
+    node->data = d;
+    node->free_data = bcast_free;
+    if (d->store) {
+        for (int i = 0; i < k->n_outputs * k->n_inputs; i++)
+            if (d->partials[i])
+                node->saved_bytes += d->partials[i]->capacity;
+        ctx->stats.tape_saved_bytes += node->saved_bytes;
+    }
+    memcpy(outputs, values, (size_t)k->n_outputs * sizeof *outputs);
+    return CLMAD_OK;
+}

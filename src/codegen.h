@@ -1,0 +1,48 @@
+/* OpenCL C generation: the dual type for K partials (through cl/clmad_ad.clh)
+ * and a wrapper kernel specialised to one broadcast pattern and mode. */
+#ifndef CLMAD_CODEGEN_H
+#define CLMAD_CODEGEN_H
+
+#include "broadcast_plan.h"
+#include "strbuf.h"
+
+typedef enum clmad_mode {
+    CLMAD_MODE_PRIMAL = 'V',    /* values only (T = real) */
+    CLMAD_MODE_PARTIALS = 'P',  /* values + the partials of this chunk's inputs */
+    CLMAD_MODE_JVP = 'J',       /* values + one directional derivative */
+    CLMAD_MODE_VJP = 'G'        /* backward: per chunk slot s, g_s (+)= sum_o adj_o * d out_o/d slot s */
+} clmad_mode;
+
+/* Everything that changes the generated source, and nothing else: shapes
+ * and strides are kernel arguments, so one variant serves every size. */
+typedef struct clmad_variant {
+    clmad_mode mode;
+    clmad_dtype dtype;
+    int n_inputs, n_outputs;
+    int K;                              /* partials carried (0 for PRIMAL, 1 for JVP) */
+    int nd;                             /* collapsed rank, when any input is strided */
+    char access[CLMAD_MAX_INPUTS];      /* clmad_access per input */
+    signed char slot[CLMAD_MAX_INPUTS]; /* PARTIALS: slot seeded by input j, or -1;
+                                           JVP: 1 if input j has a tangent, else 0 */
+    int write_values;                   /* 0 for the second and later chunks */
+    unsigned adj_mask;                  /* VJP: bit o set when output o has an adjoint */
+    char accumulate[CLMAD_MAX_INPUTS];  /* VJP: per slot, 1: g_s += ..., 0: g_s = ... */
+} clmad_variant;
+
+/* A short text that identifies the variant (the key of a kernel's variant list). */
+void clmad__variant_key(const clmad_variant *v, char *buf, size_t cap);
+
+/* Appends the complete program for v: prelude, vocabulary, the user's source
+ * under `#line 1 "source"`, and the wrapper kernel `clmad_bcast`. */
+void clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char *user_source,
+                             const char *fn_name);
+
+/* Appends the kernel `clmad_vjp_store` for the STORE policy's backward:
+ * g = (g +) sum over the n_terms adjoints a_t of a_t * p_t, with the same
+ * expression as the VJP mode so that both policies agree bitwise. */
+void clmad__generate_vjp_store(clmad_strbuf *sb, clmad_dtype dtype, int n_terms, int accumulate);
+
+/* Name of the generated kernel. */
+#define CLMAD_BCAST_KERNEL_NAME "clmad_bcast"
+
+#endif

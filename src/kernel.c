@@ -1,0 +1,151 @@
+#include "kernel.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dup_string(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+static int is_identifier(const char *s)
+{
+    if (!s || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+        return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_')
+            return 0;
+    return 1;
+}
+
+clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_kernel *out)
+{
+    char key[256];
+    clmad__variant_key(v, key, sizeof key);
+    for (clmad_kernel_variant *kv = k->variants; kv; kv = kv->next)
+        if (strcmp(kv->key, key) == 0) {
+            *out = kv->kernel;
+            return CLMAD_OK;
+        }
+
+    clmad_context *ctx = k->ctx;
+    clmad_strbuf sb = {0};
+    clmad__generate_program(&sb, v, k->source, k->fn_name);
+    if (sb.failed) {
+        clmad__sb_free(&sb);
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory generating a kernel");
+    }
+    cl_program program;
+    char *log = NULL;
+    clmad_status st = clmad__program_get(ctx, sb.data, "", &program, &log);
+    clmad__sb_free(&sb);
+    if (st == CLMAD_ERR_BUILD) {
+        char expected[160];
+        if (k->n_outputs == 1)
+            snprintf(expected, sizeof expected, "T %s(%d T inputs)", k->fn_name, k->n_inputs);
+        else
+            snprintf(expected, sizeof expected, "void %s(%d T inputs, then %d T * outputs)",
+                     k->fn_name, k->n_inputs, k->n_outputs);
+        st = clmad__fail(ctx, CLMAD_ERR_BUILD,
+                         "kernel \"%s\" does not compile on device \"%s\" (expected signature: %s; "
+                         "\"source:LINE:COL\" is a position in your source):\n%s",
+                         k->fn_name, ctx->info.name, expected, log ? log : "(no log)");
+        free(log);
+        return st;
+    }
+    if (st != CLMAD_OK)
+        return st;
+
+    clmad_kernel_variant *kv = calloc(1, sizeof *kv);
+    if (!kv)
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory caching a kernel");
+    cl_int err;
+    kv->kernel = clCreateKernel(program, CLMAD_BCAST_KERNEL_NAME, &err);
+    if (err != CL_SUCCESS) {
+        free(kv);
+        return clmad__fail_cl(ctx, err, "clCreateKernel");
+    }
+    memcpy(kv->key, key, sizeof key);
+    kv->next = k->variants;
+    k->variants = kv;
+    *out = kv->kernel;
+    return CLMAD_OK;
+}
+
+clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const char *fn_name,
+                                 int n_inputs, int n_outputs, clmad_kernel **out)
+{
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_kernel_create: ctx is NULL");
+    if (!source || !fn_name || !out)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                           "clmad_kernel_create: source, fn_name and k must not be NULL");
+    if (!is_identifier(fn_name))
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                           "clmad_kernel_create: \"%s\" is not a C identifier", fn_name);
+    if (n_inputs < 1 || n_inputs > CLMAD_MAX_INPUTS || n_outputs < 1 || n_outputs > CLMAD_MAX_OUTPUTS)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                           "clmad_kernel_create(%s): %d inputs and %d outputs; allowed 1..%d and 1..%d",
+                           fn_name, n_inputs, n_outputs, CLMAD_MAX_INPUTS, CLMAD_MAX_OUTPUTS);
+    clmad_kernel *k = calloc(1, sizeof *k);
+    if (k) {
+        k->source = dup_string(source);
+        k->fn_name = dup_string(fn_name);
+    }
+    if (!k || !k->source || !k->fn_name) {
+        if (k) {
+            free(k->source);
+            free(k->fn_name);
+        }
+        free(k);
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory creating a kernel");
+    }
+    k->ctx = ctx;
+    k->refcount = 1;
+    k->n_inputs = n_inputs;
+    k->n_outputs = n_outputs;
+
+    /* Compile the f32 values variant over full-shape inputs now: mistakes in
+     * the source surface here, and it is the variant used most. */
+    clmad_variant v;
+    memset(&v, 0, sizeof v);
+    v.mode = CLMAD_MODE_PRIMAL;
+    v.dtype = CLMAD_F32;
+    v.n_inputs = n_inputs;
+    v.n_outputs = n_outputs;
+    v.write_values = 1;
+    for (int j = 0; j < n_inputs; j++) {
+        v.access[j] = CLMAD_ACCESS_FULL;
+        v.slot[j] = -1;
+    }
+    cl_kernel unused;
+    clmad_status st = clmad__kernel_variant(k, &v, &unused);
+    if (st != CLMAD_OK) {
+        clmad_kernel_release(k);
+        return st;
+    }
+    *out = k;
+    return CLMAD_OK;
+}
+
+void clmad_kernel_release(clmad_kernel *k)
+{
+    if (!k || --k->refcount > 0)
+        return;
+    clmad_kernel_variant *kv = k->variants;
+    while (kv) {
+        clmad_kernel_variant *next = kv->next;
+        clReleaseKernel(kv->kernel);
+        free(kv);
+        kv = next;
+    }
+    free(k->source);
+    free(k->fn_name);
+    free(k);
+}

@@ -1,0 +1,33 @@
+/* Internal building blocks shared by the builtin operations and the tape. */
+#ifndef CLMAD_OPS_H
+#define CLMAD_OPS_H
+
+#include "tensor.h"
+
+/* Sums src over the dimensions where the target shape (aligned at the last
+ * axis, like broadcasting) has size 1 or is missing: the adjoint of a
+ * broadcast ("unbroadcast"). Fixed summation order: bitwise reproducible.
+ * *out is new, of the target shape. */
+clmad_status clmad__sum_to_shape(clmad_context *ctx, clmad_tensor *src, int ndim, const size_t *shape,
+                                 clmad_tensor **out);
+
+/* out = scale * sum of src over the dimensions d with reduce[d] != 0; *out
+ * is new with shape out_ndim/out_shape (numel = product of kept dims). */
+clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *reduce, double scale,
+                           int out_ndim, const size_t *out_shape, clmad_tensor **out);
+
+/* For every element e of dims[0..nd): dst[dst_off + e . dst_strides]
+ * (+)= scale * src[src_off + e . src_strides]. */
+clmad_status clmad__strided_copy(clmad_context *ctx, clmad_tensor *dst, size_t dst_off,
+                                 const size_t *dst_strides, clmad_tensor *src, size_t src_off,
+                                 const size_t *src_strides, int nd, const size_t *dims, double scale,
+                                 int accumulate);
+
+/* Row-major contiguous strides of a shape. */
+void clmad__contiguous_strides(int ndim, const size_t *shape, size_t *strides);
+
+/* g (+)= sum_t adj[t] * partials[t] (STORE backward; see codegen.h). */
+clmad_status clmad__vjp_store(clmad_context *ctx, clmad_tensor *g, int accumulate, int n_terms,
+                              clmad_tensor **adj, clmad_tensor **partials);
+
+#endif

@@ -1,0 +1,55 @@
+#include "context.h"
+#include "embedded.h"
+#include "strbuf.h"
+
+#include <string.h>
+
+static const char *const OPS_NAMES[CLMAD_OPS_COUNT] = {
+    [CLMAD_OPS_STRIDED_COPY] = "clmad_strided_copy",
+    [CLMAD_OPS_REDUCE_SUM] = "clmad_reduce_sum",
+    [CLMAD_OPS_ACCUMULATE] = "clmad_accumulate",
+};
+
+clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_kernel_id id,
+                               cl_kernel *kernel)
+{
+    cl_kernel *slot = &ctx->ops[dtype == CLMAD_F64][id];
+    if (*slot) {
+        *kernel = *slot;
+        return CLMAD_OK;
+    }
+    clmad_strbuf sb = {0};
+    if (dtype == CLMAD_F64)
+        clmad__sb_append(&sb, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\ntypedef double real;\n");
+    else
+        clmad__sb_append(&sb, "typedef float real;\n");
+    clmad__sb_append(&sb, "#line 1 \"ops.cl\"\n");
+    clmad__sb_append(&sb, clmad__embedded_source("ops.cl"));
+    if (sb.failed) {
+        clmad__sb_free(&sb);
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory building ops.cl");
+    }
+    cl_program program;
+    clmad_status st = clmad__program_get(ctx, sb.data, "", &program, NULL);
+    clmad__sb_free(&sb);
+    if (st != CLMAD_OK)
+        return st;
+    cl_int err;
+    *slot = clCreateKernel(program, OPS_NAMES[id], &err);
+    if (err != CL_SUCCESS) {
+        *slot = NULL;
+        return clmad__fail_cl(ctx, err, "clCreateKernel(ops.cl)");
+    }
+    *kernel = *slot;
+    return CLMAD_OK;
+}
+
+clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n)
+{
+    const size_t group = 64;
+    size_t global = (n + group - 1) / group * group;
+    if (global == 0)
+        return CLMAD_OK;
+    cl_int err = clEnqueueNDRangeKernel(ctx->queue, kernel, 1, NULL, &global, NULL, 0, NULL, NULL);
+    return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(ctx, err, "clEnqueueNDRangeKernel");
+}

@@ -1,0 +1,212 @@
+/* Deterministic reductions (sum, mean, unbroadcast) and strided copies. */
+#include "codegen.h"
+#include "context.h"
+#include "ops.h"
+#include "strbuf.h"
+#include "tape.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void clmad__contiguous_strides(int ndim, const size_t *shape, size_t *strides)
+{
+    size_t s = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        strides[d] = s;
+        s *= shape[d];
+    }
+}
+
+static cl_ulong8 pack8(int n, const size_t *v)
+{
+    cl_ulong8 p;
+    memset(&p, 0, sizeof p);
+    for (int i = 0; i < n && i < 8; i++)
+        p.s[i] = v[i];
+    return p;
+}
+
+static clmad_status set_args(clmad_context *ctx, cl_kernel k, int n, const size_t *sizes,
+                             const void *const *values)
+{
+    for (int i = 0; i < n; i++) {
+        cl_int err = clSetKernelArg(k, (cl_uint)i, sizes[i], values[i]);
+        if (err != CL_SUCCESS)
+            return clmad__fail_cl(ctx, err, "clSetKernelArg");
+    }
+    return CLMAD_OK;
+}
+
+clmad_status clmad__strided_copy(clmad_context *ctx, clmad_tensor *dst, size_t dst_off,
+                                 const size_t *dst_strides, clmad_tensor *src, size_t src_off,
+                                 const size_t *src_strides, int nd, const size_t *dims, double scale,
+                                 int accumulate)
+{
+    size_t n = 1;
+    for (int d = 0; d < nd; d++)
+        n *= dims[d];
+    if (n == 0)
+        return CLMAD_OK;
+    cl_kernel k;
+    clmad_status st = clmad__ops_kernel(ctx, dst->dtype, CLMAD_OPS_STRIDED_COPY, &k);
+    if (st != CLMAD_OK)
+        return st;
+    cl_ulong nn = n, doff = dst_off, soff = src_off;
+    cl_int ndim = nd, acc = accumulate;
+    cl_ulong8 d8 = pack8(nd, dims), ds8 = pack8(nd, dst_strides), ss8 = pack8(nd, src_strides);
+    float sf = (float)scale;
+    int f64 = dst->dtype == CLMAD_F64;
+    const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof nn, sizeof ndim, sizeof d8,
+                            sizeof ds8, sizeof ss8, sizeof doff, sizeof soff,
+                            f64 ? sizeof scale : sizeof sf, sizeof acc};
+    const void *values[] = {&dst->mem, &src->mem, &nn, &ndim, &d8, &ds8, &ss8, &doff, &soff,
+                            f64 ? (const void *)&scale : (const void *)&sf, &acc};
+    st = set_args(ctx, k, 11, sizes, values);
+    return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, n) : st;
+}
+
+/* One pass of clmad_reduce_sum: dst[m * parts + p] = partial sums. */
+static clmad_status reduce_pass(clmad_context *ctx, cl_mem dst, cl_mem src, clmad_dtype dtype,
+                                size_t n_keep, size_t n_red, size_t parts, int nk,
+                                const size_t *kdims, const size_t *ks, int nr, const size_t *rdims,
+                                const size_t *rs)
+{
+    cl_kernel k;
+    clmad_status st = clmad__ops_kernel(ctx, dtype, CLMAD_OPS_REDUCE_SUM, &k);
+    if (st != CLMAD_OK)
+        return st;
+    cl_ulong keep = n_keep, red = n_red, np = parts;
+    cl_int nk32 = nk, nr32 = nr;
+    cl_ulong8 kd = pack8(nk, kdims), kst = pack8(nk, ks), rd = pack8(nr, rdims), rst = pack8(nr, rs);
+    const size_t sizes[] = {sizeof dst, sizeof src, sizeof keep, sizeof red, sizeof np, sizeof nk32,
+                            sizeof kd, sizeof kst, sizeof nr32, sizeof rd, sizeof rst};
+    const void *values[] = {&dst, &src, &keep, &red, &np, &nk32, &kd, &kst, &nr32, &rd, &rst};
+    st = set_args(ctx, k, 11, sizes, values);
+    return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, n_keep * parts) : st;
+}
+
+clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *reduce, double scale,
+                           int out_ndim, const size_t *out_shape, clmad_tensor **out)
+{
+    size_t strides[CLMAD_MAX_DIMS];
+    clmad__contiguous_strides(src->ndim, src->shape, strides);
+    /* Split the dimensions into kept and reduced ones, dropping size 1 and
+     * merging neighbours of the same kind (contiguous in src). */
+    size_t kdims[CLMAD_MAX_DIMS], ks[CLMAD_MAX_DIMS], rdims[CLMAD_MAX_DIMS], rs[CLMAD_MAX_DIMS];
+    int nk = 0, nr = 0, last = -1; /* last: kind of the previous kept dimension (0 keep, 1 reduce) */
+    size_t n_keep = 1, n_red = 1;
+    for (int d = 0; d < src->ndim; d++) {
+        size_t n = src->shape[d];
+        if (n == 1)
+            continue;
+        int r = reduce[d] != 0;
+        size_t *dims = r ? rdims : kdims, *st = r ? rs : ks;
+        int *count = r ? &nr : &nk;
+        if (last == r && *count > 0 && st[*count - 1] == strides[d] * n) {
+            dims[*count - 1] *= n;
+            st[*count - 1] = strides[d];
+        } else {
+            dims[*count] = n;
+            st[*count] = strides[d];
+            (*count)++;
+        }
+        last = r;
+        if (r)
+            n_red *= n;
+        else
+            n_keep *= n;
+    }
+    clmad_tensor *result;
+    clmad_status st = clmad_tensor_create(ctx, src->dtype, out_ndim, out_shape, NULL, &result);
+    if (st != CLMAD_OK || result->numel == 0) {
+        if (st == CLMAD_OK)
+            *out = result;
+        return st;
+    }
+    /* Enough parallel work without changing the order from run to run. */
+    size_t parts = n_keep >= 16384 || n_red < 4096 ? 1 : 16384 / n_keep;
+    if (parts > n_red / 256)
+        parts = n_red / 256 ? n_red / 256 : 1;
+    if (src->numel == 0) {
+        cl_int err = CL_SUCCESS;
+        double zero = 0;
+        float zf = 0;
+        err = clEnqueueFillBuffer(ctx->queue, result->mem,
+                                  src->dtype == CLMAD_F64 ? (void *)&zero : (void *)&zf,
+                                  clmad_dtype_size(src->dtype), 0, clmad__tensor_bytes(result), 0,
+                                  NULL, NULL);
+        if (err != CL_SUCCESS) {
+            clmad_tensor_release(result);
+            return clmad__fail_cl(ctx, err, "clEnqueueFillBuffer");
+        }
+        *out = result;
+        return CLMAD_OK;
+    }
+    if (parts == 1) {
+        st = reduce_pass(ctx, result->mem, src->mem, src->dtype, n_keep, n_red, 1, nk, kdims, ks, nr,
+                         rdims, rs);
+    } else {
+        clmad_tensor *partial;
+        size_t pshape[1] = {n_keep * parts};
+        st = clmad_tensor_create(ctx, src->dtype, 1, pshape, NULL, &partial);
+        if (st == CLMAD_OK)
+            st = reduce_pass(ctx, partial->mem, src->mem, src->dtype, n_keep, n_red, parts, nk, kdims,
+                             ks, nr, rdims, rs);
+        size_t k2[1] = {n_keep}, ks2[1] = {parts}, r2[1] = {parts}, rs2[1] = {1};
+        if (st == CLMAD_OK)
+            st = reduce_pass(ctx, result->mem, partial->mem, src->dtype, n_keep, parts, 1, 1, k2, ks2,
+                             1, r2, rs2);
+        clmad_tensor_release(partial);
+    }
+    if (st == CLMAD_OK && scale != 1.0) {
+        size_t dims[1] = {result->numel}, one[1] = {1};
+        st = clmad__strided_copy(ctx, result, 0, one, result, 0, one, 1, dims, scale, 0);
+    }
+    if (st != CLMAD_OK) {
+        clmad_tensor_release(result);
+        return st;
+    }
+    *out = result;
+    return CLMAD_OK;
+}
+
+clmad_status clmad__sum_to_shape(clmad_context *ctx, clmad_tensor *src, int ndim, const size_t *shape,
+                                 clmad_tensor **out)
+{
+    int reduce[CLMAD_MAX_DIMS];
+    int lead = src->ndim - ndim;
+    for (int d = 0; d < src->ndim; d++)
+        reduce[d] = d < lead || (shape[d - lead] == 1 && src->shape[d] != 1);
+    return clmad__reduce(ctx, src, reduce, 1.0, ndim, shape, out);
+}
+
+clmad_status clmad__vjp_store(clmad_context *ctx, clmad_tensor *g, int accumulate, int n_terms,
+                              clmad_tensor **adj, clmad_tensor **partials)
+{
+    /* Kernels per (dtype, n_terms, accumulate) come from the program cache. */
+    clmad_strbuf sb = {0};
+    clmad__generate_vjp_store(&sb, g->dtype, n_terms, accumulate);
+    if (sb.failed) {
+        clmad__sb_free(&sb);
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory generating a kernel");
+    }
+    cl_program program;
+    clmad_status st = clmad__program_get(ctx, sb.data, "", &program, NULL);
+    clmad__sb_free(&sb);
+    if (st != CLMAD_OK)
+        return st;
+    cl_int err;
+    cl_kernel k = clCreateKernel(program, "clmad_vjp_store", &err);
+    if (err != CL_SUCCESS)
+        return clmad__fail_cl(ctx, err, "clCreateKernel(clmad_vjp_store)");
+    cl_ulong n = g->numel;
+    err = clSetKernelArg(k, 0, sizeof n, &n);
+    err |= clSetKernelArg(k, 1, sizeof(cl_mem), &g->mem);
+    for (int t = 0; t < n_terms; t++) {
+        err |= clSetKernelArg(k, 2 + 2 * (cl_uint)t, sizeof(cl_mem), &adj[t]->mem);
+        err |= clSetKernelArg(k, 3 + 2 * (cl_uint)t, sizeof(cl_mem), &partials[t]->mem);
+    }
+    st = err == CL_SUCCESS ? clmad__enqueue_1d(ctx, k, g->numel) : clmad__fail_cl(ctx, err, "clSetKernelArg");
+    clReleaseKernel(k); /* the enqueued command keeps what it needs */
+    return st;
+}

@@ -1,0 +1,287 @@
+#include "tape.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int node_current(const clmad_context *ctx, const clmad_tensor *t)
+{
+    return t->node && t->node_gen == ctx->tape.generation;
+}
+
+int clmad__needs_grad(const clmad_context *ctx, const clmad_tensor *t)
+{
+    if (!t)
+        return 0;
+    return t->node ? node_current(ctx, t) : t->requires_grad;
+}
+
+int clmad__should_record(const clmad_context *ctx, clmad_tensor *const *inputs, int n)
+{
+    if (!ctx->tape.grad_enabled)
+        return 0;
+    for (int j = 0; j < n; j++)
+        if (clmad__needs_grad(ctx, inputs[j]))
+            return 1;
+    return 0;
+}
+
+static void node_free(clmad_context *ctx, clmad_node *node)
+{
+    if (node->free_data)
+        node->free_data(node);
+    ctx->stats.tape_saved_bytes -= node->saved_bytes;
+    for (int j = 0; j < node->n_inputs; j++)
+        clmad_tensor_release(node->inputs[j]);
+    for (int o = 0; o < node->n_outputs; o++)
+        clmad_tensor_release(node->out_adj[o]);
+    free(node->inputs);
+    free(node);
+}
+
+clmad_status clmad__record(clmad_context *ctx, const char *name, clmad_backward_fn backward,
+                           clmad_tensor *const *inputs, int n_inputs, clmad_tensor **outputs,
+                           int n_outputs, clmad_node **out)
+{
+    clmad_tape *tape = &ctx->tape;
+    if (tape->count == tape->cap) {
+        size_t cap = tape->cap ? tape->cap * 2 : 64;
+        clmad_node **grown = realloc(tape->nodes, cap * sizeof *grown);
+        if (!grown)
+            return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory growing the tape");
+        tape->nodes = grown;
+        tape->cap = cap;
+    }
+    clmad_node *node = calloc(1, sizeof *node);
+    clmad_tensor **ins = calloc((size_t)n_inputs, sizeof *ins);
+    if (!node || !ins) {
+        free(node);
+        free(ins);
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory recording %s", name);
+    }
+    node->name = name;
+    node->backward = backward;
+    node->n_inputs = n_inputs;
+    node->inputs = ins;
+    for (int j = 0; j < n_inputs; j++)
+        ins[j] = clmad_tensor_retain(inputs[j]);
+    node->n_outputs = n_outputs;
+    node->dtype = outputs[0]->dtype;
+    for (int o = 0; o < n_outputs; o++) {
+        clmad_tensor *t = outputs[o];
+        node->out_ndim[o] = t->ndim;
+        memcpy(node->out_shape[o], t->shape, sizeof t->shape);
+        t->requires_grad = 1;
+        t->node = node;
+        t->node_gen = tape->generation;
+        t->out_index = o;
+    }
+    tape->nodes[tape->count++] = node;
+    ctx->stats.tape_nodes = tape->count;
+    *out = node;
+    return CLMAD_OK;
+}
+
+clmad_tensor **clmad__adjoint_slot(clmad_context *ctx, clmad_node *node, int j)
+{
+    clmad_tensor *x = node->inputs[j];
+    if (x->node)
+        return node_current(ctx, x) ? &x->node->out_adj[x->out_index] : NULL;
+    return x->requires_grad ? &x->grad : NULL;
+}
+
+clmad_status clmad__accumulate_into(clmad_context *ctx, clmad_tensor *dst, clmad_tensor *src)
+{
+    if (dst->numel == 0)
+        return CLMAD_OK;
+    cl_kernel k;
+    clmad_status st = clmad__ops_kernel(ctx, dst->dtype, CLMAD_OPS_ACCUMULATE, &k);
+    if (st != CLMAD_OK)
+        return st;
+    cl_ulong n = dst->numel;
+    clSetKernelArg(k, 0, sizeof(cl_mem), &dst->mem);
+    clSetKernelArg(k, 1, sizeof(cl_mem), &src->mem);
+    clSetKernelArg(k, 2, sizeof n, &n);
+    return clmad__enqueue_1d(ctx, k, dst->numel);
+}
+
+clmad_status clmad__accumulate_input(clmad_context *ctx, clmad_node *node, int j, clmad_tensor *g)
+{
+    clmad_tensor **slot = clmad__adjoint_slot(ctx, node, j);
+    if (!slot) {
+        clmad_tensor_release(g);
+        return CLMAD_OK;
+    }
+    if (!*slot) {
+        *slot = g; /* the first contribution is taken as it is */
+        return CLMAD_OK;
+    }
+    clmad_status st = clmad__accumulate_into(ctx, *slot, g);
+    clmad_tensor_release(g);
+    return st;
+}
+
+void clmad__tape_free_nodes(clmad_context *ctx)
+{
+    clmad_tape *tape = &ctx->tape;
+    for (size_t i = tape->count; i-- > 0;)
+        node_free(ctx, tape->nodes[i]);
+    tape->count = 0;
+    tape->generation++;
+    ctx->stats.tape_nodes = 0;
+}
+
+void clmad_tape_clear(clmad_context *ctx)
+{
+    if (ctx)
+        clmad__tape_free_nodes(ctx);
+}
+
+clmad_status clmad_set_retain_tape(clmad_context *ctx, int on)
+{
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_set_retain_tape: ctx is NULL");
+    ctx->tape.retain = on != 0;
+    return CLMAD_OK;
+}
+
+clmad_status clmad_set_grad_enabled(clmad_context *ctx, int on)
+{
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_set_grad_enabled: ctx is NULL");
+    ctx->tape.grad_enabled = on != 0;
+    return CLMAD_OK;
+}
+
+clmad_status clmad_set_partials_policy(clmad_context *ctx, clmad_partials_policy policy)
+{
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_set_partials_policy: ctx is NULL");
+    if (policy != CLMAD_PARTIALS_AUTO && policy != CLMAD_PARTIALS_STORE &&
+        policy != CLMAD_PARTIALS_RECOMPUTE)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "unknown partials policy %d", (int)policy);
+    ctx->tape.policy = policy;
+    return CLMAD_OK;
+}
+
+clmad_status clmad_tensor_set_requires_grad(clmad_tensor *t, int on)
+{
+    if (!t)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tensor_set_requires_grad: NULL tensor");
+    if (t->node && node_current(t->ctx, t))
+        return clmad__fail(t->ctx, CLMAD_ERR_STATE,
+                           "clmad_tensor_set_requires_grad: the tensor is the output of a recorded "
+                           "operation; only leaves can be marked");
+    t->node = NULL;
+    t->requires_grad = on != 0;
+    return CLMAD_OK;
+}
+
+int clmad_tensor_requires_grad(const clmad_tensor *t)
+{
+    return t ? clmad__needs_grad(t->ctx, t) : 0;
+}
+
+clmad_status clmad_tensor_grad(clmad_tensor *t, clmad_tensor **grad)
+{
+    if (!t || !grad)
+        return clmad__fail(t ? t->ctx : NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tensor_grad: NULL argument");
+    *grad = clmad_tensor_retain(t->grad);
+    return CLMAD_OK;
+}
+
+void clmad_tensor_zero_grad(clmad_tensor *t)
+{
+    if (!t)
+        return;
+    clmad_tensor_release(t->grad);
+    t->grad = NULL;
+}
+
+static clmad_status copy_tensor(clmad_context *ctx, clmad_tensor *src, clmad_tensor **out)
+{
+    clmad_tensor *t;
+    clmad_status st = clmad_tensor_create(ctx, src->dtype, src->ndim, src->shape, NULL, &t);
+    if (st != CLMAD_OK || src->numel == 0) {
+        if (st == CLMAD_OK)
+            *out = t;
+        return st;
+    }
+    cl_int err = clEnqueueCopyBuffer(ctx->queue, src->mem, t->mem, 0, 0, clmad__tensor_bytes(src), 0,
+                                     NULL, NULL);
+    if (err != CL_SUCCESS) {
+        clmad_tensor_release(t);
+        return clmad__fail_cl(ctx, err, "clEnqueueCopyBuffer");
+    }
+    *out = t;
+    return CLMAD_OK;
+}
+
+static int same_shape(const clmad_tensor *a, const clmad_tensor *b)
+{
+    if (a->ndim != b->ndim)
+        return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d])
+            return 0;
+    return 1;
+}
+
+clmad_status clmad_backward(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *seed)
+{
+    if (!ctx || !loss)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_backward: ctx and loss must not be NULL");
+    if (loss->ctx != ctx || (seed && seed->ctx != ctx))
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_backward: tensors of another context");
+    if (!clmad__needs_grad(ctx, loss))
+        return clmad__fail(ctx, CLMAD_ERR_STATE,
+                           "clmad_backward: the loss has no tape behind it: it was not computed from "
+                           "tensors that require a gradient, or the tape was consumed by an earlier "
+                           "backward (keep it with clmad_set_retain_tape)");
+    if (seed && (!same_shape(seed, loss) || seed->dtype != loss->dtype))
+        return clmad__fail(ctx, CLMAD_ERR_SHAPE, "clmad_backward: the seed must have the loss's shape and dtype");
+    if (!seed && loss->numel != 1)
+        return clmad__fail(ctx, CLMAD_ERR_SHAPE,
+                           "clmad_backward: the loss has %zu elements; a non-scalar loss needs a seed tensor",
+                           loss->numel);
+    clmad_tensor *g;
+    clmad_status st = seed ? copy_tensor(ctx, seed, &g)
+                           : clmad_tensor_fill(ctx, loss->dtype, loss->ndim, loss->shape, 1.0, &g);
+    if (st != CLMAD_OK)
+        return st;
+    clmad_tensor **slot = loss->node ? &loss->node->out_adj[loss->out_index] : &loss->grad;
+    if (*slot) {
+        st = clmad__accumulate_into(ctx, *slot, g);
+        clmad_tensor_release(g);
+    } else {
+        *slot = g;
+    }
+
+    clmad_tape *tape = &ctx->tape;
+    for (size_t i = tape->count; st == CLMAD_OK && i-- > 0;) {
+        clmad_node *node = tape->nodes[i];
+        int any = 0;
+        for (int o = 0; o < node->n_outputs; o++)
+            any |= node->out_adj[o] != NULL;
+        if (any)
+            st = node->backward(ctx, node);
+        for (int o = 0; o < node->n_outputs; o++) {
+            clmad_tensor_release(node->out_adj[o]);
+            node->out_adj[o] = NULL;
+        }
+        if (!tape->retain) {
+            /* What the node saved is no longer needed: free it now, not at the end. */
+            if (node->free_data)
+                node->free_data(node);
+            node->free_data = NULL;
+            ctx->stats.tape_saved_bytes -= node->saved_bytes;
+            node->saved_bytes = 0;
+            for (int j = 0; j < node->n_inputs; j++) {
+                clmad_tensor_release(node->inputs[j]);
+                node->inputs[j] = NULL;
+            }
+        }
+    }
+    if (!tape->retain || st != CLMAD_OK)
+        clmad__tape_free_nodes(ctx);
+    return st;
+}

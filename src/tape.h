@@ -1,0 +1,58 @@
+/* The reverse-mode tape: nodes, gradient routing, backward. */
+#ifndef CLMAD_TAPE_H
+#define CLMAD_TAPE_H
+
+#include "tensor.h"
+
+typedef struct clmad_node clmad_node;
+
+/* Computes the adjoints of the node's inputs from node->out_adj and hands
+ * each to clmad__accumulate_input. out_adj entries may be NULL (zero). */
+typedef clmad_status (*clmad_backward_fn)(clmad_context *ctx, clmad_node *node);
+
+#define CLMAD_NODE_MAX_OUTPUTS 16
+
+struct clmad_node {
+    const char *name;                     /* for messages: "broadcast(cell)", "matmul", ... */
+    clmad_backward_fn backward;
+    void (*free_data)(clmad_node *node);  /* releases node->data (may be NULL) */
+    void *data;
+    uint64_t saved_bytes;                 /* device bytes node->data keeps */
+    int n_inputs;
+    clmad_tensor **inputs;                /* strong references */
+    int n_outputs;
+    clmad_dtype dtype;
+    int out_ndim[CLMAD_NODE_MAX_OUTPUTS];
+    size_t out_shape[CLMAD_NODE_MAX_OUTPUTS][CLMAD_MAX_DIMS];
+    clmad_tensor *out_adj[CLMAD_NODE_MAX_OUTPUTS]; /* adjoints gathered during backward */
+};
+
+/* 1 if gradients must flow to t: a leaf that requires them, or the output
+ * of a node on the current tape. */
+int clmad__needs_grad(const clmad_context *ctx, const clmad_tensor *t);
+
+/* 1 if an operation on these inputs must be recorded. */
+int clmad__should_record(const clmad_context *ctx, clmad_tensor *const *inputs, int n);
+
+/* Creates a node over inputs (retained) and outputs (marked as produced by
+ * it). On success the tape owns the node; `data` and its free function are
+ * attached by the caller before or after. */
+clmad_status clmad__record(clmad_context *ctx, const char *name, clmad_backward_fn backward,
+                           clmad_tensor *const *inputs, int n_inputs, clmad_tensor **outputs,
+                           int n_outputs, clmad_node **node);
+
+/* Where the adjoint of input j of node accumulates: the producing node's
+ * out_adj slot, or the leaf's grad. NULL when the input needs no gradient. */
+clmad_tensor **clmad__adjoint_slot(clmad_context *ctx, clmad_node *node, int j);
+
+/* Adds g (of input j's shape; ownership passes to the callee) into the
+ * adjoint slot of input j of node. */
+clmad_status clmad__accumulate_input(clmad_context *ctx, clmad_node *node, int j, clmad_tensor *g);
+
+/* dst += src, same shape and dtype. */
+clmad_status clmad__accumulate_into(clmad_context *ctx, clmad_tensor *dst, clmad_tensor *src);
+
+/* Frees every node (releasing what they keep). */
+void clmad__tape_free_nodes(clmad_context *ctx);
+
+#endif

@@ -1,0 +1,358 @@
+/*
+ * bench_hmlstm: the paper's experiment. Forward + backward of
+ * loss = sum(cell(z, zb, c, f, i, g) * w) with c, f, i, g dims x dims f32
+ * requiring gradients and the controls z, zb of shape (1, dims), inactive.
+ * Variants, side by side in one run on one device:
+ *   store      fused mixed mode, partials stored in the forward pass
+ *   recompute  fused mixed mode, partials recomputed in backward
+ *   unfused    the same function as a chain of builtins with where (pure reverse mode)
+ *   hand       a hand-written forward kernel and a hand-written backward kernel
+ *   primal     the primal forward of the cell alone
+ *   copy       a copy kernel over dims x dims (the device's bandwidth)
+ * Controls "random" (branches mixed among neighbours) and "uniform" (each
+ * control value repeated over 32 consecutive elements).
+ * Usage: bench_hmlstm [--dims 512,1024,2048] [--reps N] [--out folder]
+ * Writes <out>/<device>.hmlstm.json and .csv; progress on stderr.
+ */
+#include "bench_common.h"
+#include "embedded.h"
+#include "tensor.h"
+
+#include <math.h>
+
+static const char *CELL_SOURCE =
+    "T cell_update(T z, T zb, T c, T f, T i, T g)\n"
+    "{\n"
+    "    if (ad_val(z) == 1)  return ad_mul(ad_sigmoid(i), ad_tanh(g));\n"
+    "    if (ad_val(zb) == 0) return c;\n"
+    "    return ad_add(ad_mul(ad_sigmoid(f), c), ad_mul(ad_sigmoid(i), ad_tanh(g)));\n"
+    "}\n";
+
+static const char *HAND_SOURCE =
+    "float sig(float x) { return 1.0f / (1.0f + exp(-x)); }\n"
+    "__kernel void hand_fwd(ulong n, ulong cols, __global const float *z, __global const float *zb,\n"
+    "    __global const float *c, __global const float *f, __global const float *i,\n"
+    "    __global const float *g, __global float *y)\n"
+    "{\n"
+    "    ulong e = get_global_id(0);\n"
+    "    if (e >= n) return;\n"
+    "    ulong col = e % cols;\n"
+    "    if (z[col] == 1.0f) y[e] = sig(i[e]) * tanh(g[e]);\n"
+    "    else if (zb[col] == 0.0f) y[e] = c[e];\n"
+    "    else y[e] = sig(f[e]) * c[e] + sig(i[e]) * tanh(g[e]);\n"
+    "}\n"
+    "__kernel void hand_bwd(ulong n, ulong cols, __global const float *z, __global const float *zb,\n"
+    "    __global const float *c, __global const float *f, __global const float *i,\n"
+    "    __global const float *g, __global const float *adj, __global float *gc,\n"
+    "    __global float *gf, __global float *gi, __global float *gg)\n"
+    "{\n"
+    "    ulong e = get_global_id(0);\n"
+    "    if (e >= n) return;\n"
+    "    ulong col = e % cols;\n"
+    "    float a = adj[e];\n"
+    "    if (z[col] == 1.0f) {\n"
+    "        float si = sig(i[e]), tg = tanh(g[e]);\n"
+    "        gc[e] = 0.0f; gf[e] = 0.0f; gi[e] = a * si * (1.0f - si) * tg; gg[e] = a * si * (1.0f - tg * tg);\n"
+    "    } else if (zb[col] == 0.0f) {\n"
+    "        gc[e] = a; gf[e] = 0.0f; gi[e] = 0.0f; gg[e] = 0.0f;\n"
+    "    } else {\n"
+    "        float sf = sig(f[e]), si = sig(i[e]), tg = tanh(g[e]);\n"
+    "        gc[e] = a * sf; gf[e] = a * sf * (1.0f - sf) * c[e];\n"
+    "        gi[e] = a * si * (1.0f - si) * tg; gg[e] = a * si * (1.0f - tg * tg);\n"
+    "    }\n"
+    "}\n";
+
+enum { STORE, RECOMPUTE, UNFUSED, HAND, PRIMAL, COPY, NV };
+static const char *NAMES[NV] = {"store", "recompute", "unfused", "hand", "primal", "copy"};
+
+typedef struct setup {
+    clmad_context *ctx;
+    size_t dims;
+    clmad_tensor *z, *zb, *x[4], *w, *one, *zero;
+    clmad_kernel *cell;
+    cl_kernel hand_fwd, hand_bwd, copy;
+    clmad_tensor *hy, *hg[4], *cdst;
+} setup;
+
+static unsigned long long rng = 0x2545F4914F6CDD1Dull;
+static double uniform01(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static cl_kernel build(clmad_context *ctx, const char *src, const char *name)
+{
+    cl_program p;
+    BENCH_CHECK(ctx, clmad__program_get(ctx, src, "", &p, NULL));
+    cl_int err;
+    cl_kernel k = clCreateKernel(p, name, &err);
+    if (err != CL_SUCCESS) {
+        fprintf(stderr, "clCreateKernel(%s): %d\n", name, err);
+        exit(1);
+    }
+    return k;
+}
+
+static void make_controls(setup *s, int uniform_controls)
+{
+    size_t d = s->dims, row[2] = {1, d};
+    float *zh = malloc(d * sizeof *zh), *zbh = malloc(d * sizeof *zbh);
+    float zr = 0, zbr = 0;
+    for (size_t k = 0; k < d; k++) {
+        if (!uniform_controls || k % 32 == 0) {
+            zr = uniform01() < 1.0 / 3 ? 1.0f : 0.0f;
+            zbr = uniform01() < 0.5 ? 1.0f : 0.0f;
+        }
+        zh[k] = zr;
+        zbh[k] = zbr;
+    }
+    clmad_tensor_release(s->z);
+    clmad_tensor_release(s->zb);
+    BENCH_CHECK(s->ctx, clmad_tensor_create(s->ctx, CLMAD_F32, 2, row, zh, &s->z));
+    BENCH_CHECK(s->ctx, clmad_tensor_create(s->ctx, CLMAD_F32, 2, row, zbh, &s->zb));
+    free(zh);
+    free(zbh);
+}
+
+static void run_1d(clmad_context *ctx, cl_kernel k, size_t n)
+{
+    BENCH_CHECK(ctx, clmad__enqueue_1d(ctx, k, n));
+}
+
+static clmad_tensor *unfused_cell(setup *s)
+{
+    clmad_context *ctx = s->ctx;
+    clmad_tensor *c = s->x[0], *f = s->x[1], *i = s->x[2], *g = s->x[3];
+    clmad_tensor *si, *tg, *flush, *sf, *fc, *update, *mz, *mzb, *inner, *out;
+    BENCH_CHECK(ctx, clmad_sigmoid(ctx, i, &si));
+    BENCH_CHECK(ctx, clmad_tanh(ctx, g, &tg));
+    BENCH_CHECK(ctx, clmad_mul(ctx, si, tg, &flush));
+    BENCH_CHECK(ctx, clmad_sigmoid(ctx, f, &sf));
+    BENCH_CHECK(ctx, clmad_mul(ctx, sf, c, &fc));
+    BENCH_CHECK(ctx, clmad_add(ctx, fc, flush, &update));
+    BENCH_CHECK(ctx, clmad_compare(ctx, CLMAD_EQ, s->z, s->one, &mz));
+    BENCH_CHECK(ctx, clmad_compare(ctx, CLMAD_EQ, s->zb, s->zero, &mzb));
+    BENCH_CHECK(ctx, clmad_where(ctx, mzb, c, update, &inner));
+    BENCH_CHECK(ctx, clmad_where(ctx, mz, flush, inner, &out));
+    clmad_tensor *tmp[] = {si, tg, flush, sf, fc, update, mz, mzb, inner};
+    for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++)
+        clmad_tensor_release(tmp[k]);
+    return out;
+}
+
+/* One timed forward + backward (or forward / copy) of variant v. */
+static double run_variant(setup *s, int v)
+{
+    clmad_context *ctx = s->ctx;
+    size_t n = s->dims * s->dims;
+    clmad_finish(ctx);
+    double t0 = bench_now();
+    if (v == STORE || v == RECOMPUTE || v == UNFUSED) {
+        BENCH_CHECK(ctx, clmad_set_partials_policy(ctx, v == RECOMPUTE ? CLMAD_PARTIALS_RECOMPUTE
+                                                                       : CLMAD_PARTIALS_STORE));
+        clmad_tensor *y, *yw, *loss;
+        if (v == UNFUSED) {
+            y = unfused_cell(s);
+        } else {
+            clmad_tensor *in[6] = {s->z, s->zb, s->x[0], s->x[1], s->x[2], s->x[3]};
+            BENCH_CHECK(ctx, clmad_broadcast(ctx, s->cell, in, &y));
+        }
+        BENCH_CHECK(ctx, clmad_mul(ctx, y, s->w, &yw));
+        BENCH_CHECK(ctx, clmad_sum(ctx, yw, 0, NULL, 0, &loss));
+        BENCH_CHECK(ctx, clmad_backward(ctx, loss, NULL));
+        clmad_tensor_release(y);
+        clmad_tensor_release(yw);
+        clmad_tensor_release(loss);
+    } else if (v == HAND) {
+        /* Forward kernel, the same loss, and the backward kernel with the
+         * adjoint of the cell output, which is w for this loss. */
+        run_1d(ctx, s->hand_fwd, n);
+        clmad_tensor *yw, *loss;
+        BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 0));
+        BENCH_CHECK(ctx, clmad_mul(ctx, s->hy, s->w, &yw));
+        BENCH_CHECK(ctx, clmad_sum(ctx, yw, 0, NULL, 0, &loss));
+        BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 1));
+        run_1d(ctx, s->hand_bwd, n);
+        clmad_tensor_release(yw);
+        clmad_tensor_release(loss);
+    } else if (v == PRIMAL) {
+        BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 0));
+        clmad_tensor *in[6] = {s->z, s->zb, s->x[0], s->x[1], s->x[2], s->x[3]}, *y;
+        BENCH_CHECK(ctx, clmad_broadcast(ctx, s->cell, in, &y));
+        BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 1));
+        clmad_tensor_release(y);
+    } else {
+        run_1d(ctx, s->copy, n);
+    }
+    clmad_finish(ctx);
+    double dt = bench_now() - t0;
+    for (int k = 0; k < 4; k++)
+        clmad_tensor_zero_grad(s->x[k]);
+    return dt;
+}
+
+static void set_hand_args(setup *s)
+{
+    cl_ulong n = s->dims * s->dims, cols = s->dims;
+    cl_mem fwd[] = {s->z->mem, s->zb->mem, s->x[0]->mem, s->x[1]->mem, s->x[2]->mem, s->x[3]->mem, s->hy->mem};
+    clSetKernelArg(s->hand_fwd, 0, sizeof n, &n);
+    clSetKernelArg(s->hand_fwd, 1, sizeof cols, &cols);
+    for (cl_uint k = 0; k < 7; k++)
+        clSetKernelArg(s->hand_fwd, 2 + k, sizeof(cl_mem), &fwd[k]);
+    cl_mem bwd[] = {s->z->mem, s->zb->mem, s->x[0]->mem, s->x[1]->mem, s->x[2]->mem, s->x[3]->mem,
+                    s->w->mem, s->hg[0]->mem, s->hg[1]->mem, s->hg[2]->mem, s->hg[3]->mem};
+    clSetKernelArg(s->hand_bwd, 0, sizeof n, &n);
+    clSetKernelArg(s->hand_bwd, 1, sizeof cols, &cols);
+    for (cl_uint k = 0; k < 11; k++)
+        clSetKernelArg(s->hand_bwd, 2 + k, sizeof(cl_mem), &bwd[k]);
+    clSetKernelArg(s->copy, 0, sizeof(cl_mem), &s->x[0]->mem);
+    clSetKernelArg(s->copy, 1, sizeof(cl_mem), &s->cdst->mem);
+    clSetKernelArg(s->copy, 2, sizeof n, &n);
+}
+
+/* Minimal bytes per element each variant must move (f32). Forward + backward:
+ * read c f i g, write y; loss reads y w; backward reads w(adjoint) c f i g
+ * and writes 4 gradients: 16 floats. */
+static double min_bytes(int v)
+{
+    switch (v) {
+    case PRIMAL: return 4.0 * 5;
+    case COPY: return 4.0 * 2;
+    default: return 4.0 * 16;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    size_t dims_list[8] = {512, 1024, 2048};
+    int n_dims = 3, reps = 10;
+    const char *outdir = "bench/results";
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--dims") && a + 1 < argc) {
+            n_dims = 0;
+            for (char *tok = strtok(argv[++a], ","); tok && n_dims < 8; tok = strtok(NULL, ","))
+                dims_list[n_dims++] = (size_t)atol(tok);
+        } else if (!strcmp(argv[a], "--reps") && a + 1 < argc) {
+            reps = atoi(argv[++a]);
+        } else if (!strcmp(argv[a], "--out") && a + 1 < argc) {
+            outdir = argv[++a];
+        } else {
+            fprintf(stderr, "usage: %s [--dims 512,1024,2048] [--reps N] [--out folder]\n", argv[0]);
+            return 2;
+        }
+    }
+    setup s = {0};
+    BENCH_CHECK(NULL, clmad_context_create(NULL, &s.ctx));
+    clmad_context *ctx = s.ctx;
+    clmad_device_info dev;
+    clmad_context_device(ctx, &dev);
+    char slug[256], path[1024];
+    bench_slug(dev.name, slug, sizeof slug);
+    BENCH_CHECK(ctx, clmad_kernel_create(ctx, CELL_SOURCE, "cell_update", 6, 1, &s.cell));
+    s.hand_fwd = build(ctx, HAND_SOURCE, "hand_fwd");
+    s.hand_bwd = build(ctx, HAND_SOURCE, "hand_bwd");
+    char copy_src[4096];
+    snprintf(copy_src, sizeof copy_src, "typedef float real;\n%s", clmad__embedded_source("copy.cl"));
+    s.copy = build(ctx, copy_src, "clmad_copy");
+    BENCH_CHECK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 0, NULL, 1.0, &s.one));
+    BENCH_CHECK(ctx, clmad_tensor_zeros(ctx, CLMAD_F32, 0, NULL, &s.zero));
+
+    snprintf(path, sizeof path, "%s/%s.hmlstm.csv", outdir, slug);
+    FILE *csv = fopen(path, "w");
+    snprintf(path, sizeof path, "%s/%s.hmlstm.json", outdir, slug);
+    FILE *json = fopen(path, "w");
+    if (!csv || !json) {
+        fprintf(stderr, "bench_hmlstm: cannot write into %s\n", outdir);
+        return 1;
+    }
+    fprintf(csv, "device,dims,controls,variant,median_ms,min_gbps\n");
+    fprintf(json, "{\n  \"benchmark\": \"hmlstm\",\n  \"device\": \"%s\",\n  \"platform\": \"%s\",\n"
+                  "  \"driver\": \"%s\",\n  \"repetitions\": %d,\n  \"runs\": [",
+            dev.name, dev.platform_name, dev.driver_version, reps);
+    printf("HM-LSTM cell update, forward + backward, f32, %s (%s), median of %d\n", dev.name,
+           dev.platform_name, reps);
+    int first_run = 1;
+    for (int di = 0; di < n_dims; di++) {
+        s.dims = dims_list[di];
+        size_t n = s.dims * s.dims, mat[2] = {s.dims, s.dims};
+        float *h = malloc(n * sizeof *h);
+        for (int k = 0; k < 4; k++) {
+            for (size_t e = 0; e < n; e++)
+                h[e] = (float)(4 * uniform01() - 2);
+            BENCH_CHECK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 2, mat, h, &s.x[k]));
+            BENCH_CHECK(ctx, clmad_tensor_set_requires_grad(s.x[k], 1));
+            BENCH_CHECK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 2, mat, NULL, &s.hg[k]));
+        }
+        for (size_t e = 0; e < n; e++)
+            h[e] = (float)(2 * uniform01() - 1);
+        BENCH_CHECK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 2, mat, h, &s.w));
+        BENCH_CHECK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 2, mat, NULL, &s.hy));
+        BENCH_CHECK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 2, mat, NULL, &s.cdst));
+        free(h);
+        double med[2][NV];
+        for (int uc = 0; uc < 2; uc++) {
+            make_controls(&s, uc);
+            set_hand_args(&s);
+            double *t = malloc((size_t)reps * NV * sizeof *t);
+            for (int r = -2; r < reps; r++) {
+                fprintf(stderr, "\rbench_hmlstm: dims %zu, %s controls, round %d/%d   ", s.dims,
+                        uc ? "uniform" : "random", r + 3, reps + 2);
+                for (int v = 0; v < NV; v++) {
+                    double dt = run_variant(&s, v);
+                    if (r >= 0)
+                        t[v * reps + r] = dt;
+                }
+            }
+            for (int v = 0; v < NV; v++) {
+                med[uc][v] = bench_median(t + v * reps, reps);
+                fprintf(csv, "\"%s\",%zu,%s,%s,%.4f,%.3f\n", dev.name, s.dims, uc ? "uniform" : "random",
+                        NAMES[v], med[uc][v] * 1e3, min_bytes(v) * n / med[uc][v] * 1e-9);
+                fprintf(json, "%s\n    {\"dims\": %zu, \"controls\": \"%s\", \"variant\": \"%s\", "
+                              "\"median_ms\": %.4f, \"min_gbps\": %.3f}",
+                        first_run ? "" : ",", s.dims, uc ? "uniform" : "random", NAMES[v],
+                        med[uc][v] * 1e3, min_bytes(v) * n / med[uc][v] * 1e-9);
+                first_run = 0;
+            }
+            free(t);
+        }
+        fprintf(stderr, "\n");
+        for (int uc = 0; uc < 2; uc++) {
+            double *m = med[uc];
+            double best = fmin(m[STORE], m[RECOMPUTE]);
+            printf("dims %zu, %s controls:\n", s.dims, uc ? "uniform" : "random");
+            for (int v = 0; v < NV; v++)
+                printf("  %-10s %9.3f ms  %7.2f GB/s (minimal bytes)\n", NAMES[v], m[v] * 1e3,
+                       min_bytes(v) * n / m[v] * 1e-9);
+            printf("  unfused/store %.2f  unfused/recompute %.2f  store/hand %.2f  recompute/hand %.2f\n",
+                   m[UNFUSED] / m[STORE], m[UNFUSED] / m[RECOMPUTE], m[STORE] / m[HAND], m[RECOMPUTE] / m[HAND]);
+            printf("  best fused/primal %.2f  best fused GB/s / copy GB/s %.2f\n", best / m[PRIMAL],
+                   (min_bytes(STORE) / best) / (min_bytes(COPY) / m[COPY]));
+        }
+        printf("  random/uniform: store %.2f recompute %.2f unfused %.2f hand %.2f\n",
+               med[0][STORE] / med[1][STORE], med[0][RECOMPUTE] / med[1][RECOMPUTE],
+               med[0][UNFUSED] / med[1][UNFUSED], med[0][HAND] / med[1][HAND]);
+        for (int k = 0; k < 4; k++) {
+            clmad_tensor_release(s.x[k]);
+            clmad_tensor_release(s.hg[k]);
+        }
+        clmad_tensor_release(s.w);
+        clmad_tensor_release(s.hy);
+        clmad_tensor_release(s.cdst);
+    }
+    fprintf(json, "\n  ]\n}\n");
+    fclose(json);
+    fclose(csv);
+    clmad_tensor_release(s.z);
+    clmad_tensor_release(s.zb);
+    clmad_tensor_release(s.one);
+    clmad_tensor_release(s.zero);
+    clReleaseKernel(s.hand_fwd);
+    clReleaseKernel(s.hand_bwd);
+    clReleaseKernel(s.copy);
+    clmad_kernel_release(s.cell);
+    clmad_context_release(ctx);
+    return 0;
+}

@@ -27,3 +27,6 @@ demo: build
 
 clean:
 	rm -rf $(BUILD)
+
+# Sanitizers, valgrind and Oclgrind targets.
+-include mk/reliability.mk

@@ -1,0 +1,1 @@
+# Reliability targets (sanitizers, valgrind, Oclgrind): see the README.

@@ -267,14 +267,18 @@ typedef struct clmad_kernel clmad_kernel;
 clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const char *fn_name,
                                  int n_inputs, int n_outputs, clmad_kernel **k);
 
-/** Releases a kernel and its compiled variants. */
+/** Drops the caller's reference to a kernel; its compiled variants go with
+ * the last reference (tape nodes that use the kernel hold one each). */
 void clmad_kernel_release(clmad_kernel *k);
 
 /**
  * Evaluates the kernel elementwise over the broadcast of its inputs
  * (NumPy rules, up to CLMAD_MAX_DIMS dimensions; 0-d tensors are scalars).
  * inputs holds n_inputs tensors of one dtype. outputs receives n_outputs new
- * tensors of the broadcast shape, owned by the caller.
+ * tensors of the broadcast shape, owned by the caller. When an input
+ * requires a gradient (and recording is on), the call records a node on the
+ * tape (see "Reverse mode"); the tape then holds references to the inputs
+ * and to k, so both may be released by the caller at once.
  * Errors: CLMAD_ERR_SHAPE (names the inputs and their shapes),
  * CLMAD_ERR_DTYPE, CLMAD_ERR_INVALID_ARGUMENT, CLMAD_ERR_BUILD,
  * CLMAD_ERR_UNSUPPORTED, CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL.
@@ -290,7 +294,7 @@ clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *
  * element for an active input, and NULL for an inactive one. Only active
  * inputs take partial slots (dual arity K = number of active inputs); above
  * the chunk cap the dual kernel runs once per chunk. All new tensors are
- * owned by the caller. Errors as clmad_broadcast.
+ * owned by the caller. Records nothing on the tape. Errors as clmad_broadcast.
  */
 clmad_status clmad_broadcast_partials(clmad_context *ctx, clmad_kernel *k,
                                       clmad_tensor *const *inputs, const int *active,
@@ -302,7 +306,7 @@ clmad_status clmad_broadcast_partials(clmad_context *ctx, clmad_kernel *k,
  * outputs and out_tangents each receive n_outputs new tensors of the output
  * shape, owned by the caller: out_tangents[o] = sum_j d out_o/d in_j * t_j.
  * One dual kernel with a single partial, whatever the number of inputs.
- * Errors as clmad_broadcast, and CLMAD_ERR_SHAPE / CLMAD_ERR_DTYPE for a
+ * Records nothing on the tape. Errors as clmad_broadcast, and CLMAD_ERR_SHAPE / CLMAD_ERR_DTYPE for a
  * tangent that does not match its input.
  */
 clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,

@@ -1,0 +1,261 @@
+/*
+ * Every function of the vocabulary (cl/clmad_ad.clh), f32 and f64: values
+ * against libm in double, partials against the analytic derivative written
+ * here independently, and that analytic derivative against central finite
+ * differences in double. Kinks check the documented conventions exactly.
+ * All functions run in ONE broadcast kernel that dispatches on an inactive
+ * selector input: per-element control flow, and three compilations in all.
+ */
+#include "support.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef double (*fn2)(double x, double w);
+
+typedef struct vcase {
+    const char *call;   /* OpenCL C over T a (and b) */
+    int arity;
+    fn2 f, da, db;      /* host value and analytic partials; db NULL for arity 1 */
+    double pts[8][2];
+    int npts;
+    int mode;           /* 0, or KINK, or NO_FD_B */
+} vcase;
+
+/* KINK: the points are kinks: no finite differences, the convention exactly.
+ * NO_FD_B: d/db is a convention without finite differences (pow at a < 0). */
+enum { KINK = 1, NO_FD_B = 2 };
+
+static const double PI = 3.14159265358979323846;
+static double sgm(double x) { return 1 / (1 + exp(-x)); }
+
+#define F(name, expr) static double name(double x, double w) { (void)x; (void)w; return expr; }
+F(f_add, x + w) F(one, 1) F(mone, -1) F(zero, 0)
+F(f_sub, x - w) F(f_mul, x * w) F(f_w, w) F(f_x, x)
+F(f_div, x / w) F(d_div_a, 1 / w) F(d_div_b, -x / (w * w))
+F(f_neg, -x)
+F(f_fma, x * w + 0.5 * x) F(d_fma_a, w + 0.5)
+F(f_addr, x + 0.75) F(f_subr, x - 0.75) F(f_rsub, 0.75 - x)
+F(f_mulr, x * 0.75) F(c075, 0.75) F(f_divr, x / 0.75) F(d_divr, 1 / 0.75)
+F(f_rdiv, 0.75 / x) F(d_rdiv, -0.75 / (x * x))
+F(f_powr, pow(x, 2.5)) F(d_powr, 2.5 * pow(x, 1.5))
+F(f_rpow, pow(2.5, x)) F(d_rpow, pow(2.5, x) * log(2.5))
+F(f_pown, x * x * x) F(d_pown, 3 * x * x)
+F(f_exp, exp(x)) F(f_exp2, exp2(x)) F(d_exp2, exp2(x) * log(2.0))
+F(f_expm1, expm1(x)) F(d_expm1, exp(x))
+F(f_log, log(x)) F(d_log, 1 / x) F(f_log2, log2(x)) F(d_log2, 1 / (x * log(2.0)))
+F(f_log10, log10(x)) F(d_log10, 1 / (x * log(10.0))) F(f_log1p, log1p(x)) F(d_log1p, 1 / (1 + x))
+F(f_sqrt, sqrt(x)) F(d_sqrt, 0.5 / sqrt(x)) F(f_rsqrt, 1 / sqrt(x)) F(d_rsqrt, -0.5 * pow(x, -1.5))
+F(f_cbrt, cbrt(x)) F(d_cbrt, 1 / (3 * cbrt(x) * cbrt(x)))
+F(f_sin, sin(x)) F(f_cos, cos(x)) F(d_cos, -sin(x)) F(f_tan, tan(x)) F(d_tan, 1 / (cos(x) * cos(x)))
+F(f_asin, asin(x)) F(d_asin, 1 / sqrt(1 - x * x)) F(f_acos, acos(x)) F(d_acos, -1 / sqrt(1 - x * x))
+F(f_atan, atan(x)) F(d_atan, 1 / (1 + x * x))
+F(f_sinh, sinh(x)) F(f_cosh, cosh(x)) F(f_tanh, tanh(x)) F(d_tanh, 1 / (cosh(x) * cosh(x)))
+F(f_asinh, asinh(x)) F(d_asinh, 1 / sqrt(x * x + 1)) F(f_acosh, acosh(x)) F(d_acosh, 1 / sqrt(x * x - 1))
+F(f_atanh, atanh(x)) F(d_atanh, 1 / (1 - x * x))
+F(f_erf, erf(x)) F(d_erf, 2 / sqrt(PI) * exp(-x * x)) F(f_erfc, erfc(x)) F(d_erfc, -2 / sqrt(PI) * exp(-x * x))
+F(f_fabs, fabs(x)) F(d_fabs, x > 0 ? 1 : x < 0 ? -1 : 0)
+F(f_sigmoid, sgm(x)) F(d_sigmoid, sgm(x) * (1 - sgm(x)))
+F(f_softplus, log1p(exp(-fabs(x))) + fmax(x, 0)) F(d_softplus, sgm(x))
+F(f_relu, x > 0 ? x : 0) F(d_relu, x > 0 ? 1 : 0)
+F(f_square, x * x) F(d_square, 2 * x) F(f_recip, 1 / x) F(d_recip, -1 / (x * x))
+F(f_clamp, fmin(fmax(x, -0.5), 0.5)) F(d_clamp, x >= -0.5 && x <= 0.5 ? 1 : 0)
+F(f_pow, pow(x, w)) F(d_pow_a, w * pow(x, w - 1)) F(d_pow_b, x > 0 ? pow(x, w) * log(x) : 0)
+F(f_atan2, atan2(x, w)) F(d_atan2_a, x == 0 && w == 0 ? 0 : w / (x * x + w * w))
+F(d_atan2_b, x == 0 && w == 0 ? 0 : -x / (x * x + w * w))
+F(f_hypot, hypot(x, w)) F(d_hypot_a, hypot(x, w) == 0 ? 0 : x / hypot(x, w))
+F(d_hypot_b, hypot(x, w) == 0 ? 0 : w / hypot(x, w))
+F(f_fmin, fmin(x, w)) F(d_fmin_a, x <= w ? 1 : 0) F(d_fmin_b, x <= w ? 0 : 1)
+F(f_fmax, fmax(x, w)) F(d_fmax_a, x >= w ? 1 : 0) F(d_fmax_b, x >= w ? 0 : 1)
+F(f_copysign, copysign(x, w)) F(d_copysign_a, signbit(x) == signbit(w) ? 1 : -1)
+F(f_select, x > 0 ? x * w : w - x) F(d_select_a, x > 0 ? w : -1) F(d_select_b, x > 0 ? x : 1)
+#undef F
+
+static const vcase CASES[] = {
+    {"ad_add(a, b)", 2, f_add, one, one, {{0.3, -1.2}, {-2, 5}}, 2, 0},
+    {"ad_sub(a, b)", 2, f_sub, one, mone, {{0.3, -1.2}, {-2, 5}}, 2, 0},
+    {"ad_mul(a, b)", 2, f_mul, f_w, f_x, {{0.3, -1.2}, {-2, 5}, {0, 3}}, 3, 0},
+    {"ad_div(a, b)", 2, f_div, d_div_a, d_div_b, {{0.3, -1.2}, {-2, 5}, {1e-3, 0.5}}, 3, 0},
+    {"ad_neg(a)", 1, f_neg, mone, NULL, {{0.3}, {-7}}, 2, 0},
+    {"ad_fma(a, b, ad_mulr(a, (real)0.5))", 2, f_fma, d_fma_a, f_x, {{0.3, -1.2}, {-2, 5}}, 2, 0},
+    {"ad_addr(a, (real)0.75)", 1, f_addr, one, NULL, {{0.3}, {-7}}, 2, 0},
+    {"ad_subr(a, (real)0.75)", 1, f_subr, one, NULL, {{0.3}, {-7}}, 2, 0},
+    {"ad_rsub((real)0.75, a)", 1, f_rsub, mone, NULL, {{0.3}, {-7}}, 2, 0},
+    {"ad_mulr(a, (real)0.75)", 1, f_mulr, c075, NULL, {{0.3}, {-7}}, 2, 0},
+    {"ad_divr(a, (real)0.75)", 1, f_divr, d_divr, NULL, {{0.3}, {-7}}, 2, 0},
+    {"ad_rdiv((real)0.75, a)", 1, f_rdiv, d_rdiv, NULL, {{0.3}, {-7}, {1e-2}}, 3, 0},
+    {"ad_powr(a, (real)2.5)", 1, f_powr, d_powr, NULL, {{0.3}, {4}, {1e-3}}, 3, 0},
+    {"ad_rpow((real)2.5, a)", 1, f_rpow, d_rpow, NULL, {{0.3}, {-3}, {4}}, 3, 0},
+    {"ad_pown(a, 3)", 1, f_pown, d_pown, NULL, {{0.3}, {-2.5}, {4}}, 3, 0},
+    {"ad_exp(a)", 1, f_exp, f_exp, NULL, {{0.3}, {-20}, {20}, {-1}}, 4, 0},
+    {"ad_exp2(a)", 1, f_exp2, d_exp2, NULL, {{0.3}, {-10}, {10}}, 3, 0},
+    {"ad_expm1(a)", 1, f_expm1, d_expm1, NULL, {{1e-4}, {-3}, {2}}, 3, 0},
+    {"ad_log(a)", 1, f_log, d_log, NULL, {{1e-3}, {0.5}, {30}}, 3, 0},
+    {"ad_log2(a)", 1, f_log2, d_log2, NULL, {{1e-3}, {0.5}, {30}}, 3, 0},
+    {"ad_log10(a)", 1, f_log10, d_log10, NULL, {{1e-3}, {0.5}, {30}}, 3, 0},
+    {"ad_log1p(a)", 1, f_log1p, d_log1p, NULL, {{1e-4}, {-0.9}, {30}}, 3, 0},
+    {"ad_sqrt(a)", 1, f_sqrt, d_sqrt, NULL, {{1e-3}, {0.5}, {30}}, 3, 0},
+    {"ad_rsqrt(a)", 1, f_rsqrt, d_rsqrt, NULL, {{1e-2}, {0.5}, {30}}, 3, 0},
+    {"ad_cbrt(a)", 1, f_cbrt, d_cbrt, NULL, {{1e-3}, {-0.5}, {30}}, 3, 0},
+    {"ad_sin(a)", 1, f_sin, f_cos, NULL, {{0.3}, {-2}, {3}}, 3, 0},
+    {"ad_cos(a)", 1, f_cos, d_cos, NULL, {{0.3}, {-2}, {3}}, 3, 0},
+    {"ad_tan(a)", 1, f_tan, d_tan, NULL, {{0.3}, {-1.2}, {1.4}}, 3, 0},
+    {"ad_asin(a)", 1, f_asin, d_asin, NULL, {{0.3}, {-0.99}, {0.99}}, 3, 0},
+    {"ad_acos(a)", 1, f_acos, d_acos, NULL, {{0.3}, {-0.99}, {0.99}}, 3, 0},
+    {"ad_atan(a)", 1, f_atan, d_atan, NULL, {{0.3}, {-20}, {5}}, 3, 0},
+    {"ad_sinh(a)", 1, f_sinh, f_cosh, NULL, {{0.3}, {-3}, {5}}, 3, 0},
+    {"ad_cosh(a)", 1, f_cosh, f_sinh, NULL, {{0.3}, {-3}, {5}}, 3, 0},
+    {"ad_tanh(a)", 1, f_tanh, d_tanh, NULL, {{0.3}, {-3}, {5}}, 3, 0},
+    {"ad_asinh(a)", 1, f_asinh, d_asinh, NULL, {{0.3}, {-3}, {50}}, 3, 0},
+    {"ad_acosh(a)", 1, f_acosh, d_acosh, NULL, {{1.01}, {2}, {50}}, 3, 0},
+    {"ad_atanh(a)", 1, f_atanh, d_atanh, NULL, {{0.3}, {-0.99}, {0.99}}, 3, 0},
+    {"ad_erf(a)", 1, f_erf, d_erf, NULL, {{0.3}, {-2}, {3}}, 3, 0},
+    {"ad_erfc(a)", 1, f_erfc, d_erfc, NULL, {{0.3}, {-2}, {3}}, 3, 0},
+    {"ad_fabs(a)", 1, f_fabs, d_fabs, NULL, {{0.3}, {-2}}, 2, 0},
+    {"ad_sigmoid(a)", 1, f_sigmoid, d_sigmoid, NULL, {{0.3}, {-30}, {30}, {-3}}, 4, 0},
+    {"ad_softplus(a)", 1, f_softplus, d_softplus, NULL, {{0.3}, {-30}, {30}, {-3}}, 4, 0},
+    {"ad_relu(a)", 1, f_relu, d_relu, NULL, {{0.3}, {-2}}, 2, 0},
+    {"ad_square(a)", 1, f_square, d_square, NULL, {{0.3}, {-2}}, 2, 0},
+    {"ad_recip(a)", 1, f_recip, d_recip, NULL, {{0.3}, {-2}}, 2, 0},
+    {"ad_clamp(a, (real)-0.5, (real)0.5)", 1, f_clamp, d_clamp, NULL, {{0.3}, {-2}, {0.7}}, 3, 0},
+    {"ad_pow(a, b)", 2, f_pow, d_pow_a, d_pow_b, {{0.3, 1.7}, {2, -0.5}, {1e-3, 2}}, 3, 0},
+    /* A negative base with an integer exponent: d/da is finite, d/db is 0 by convention. */
+    {"ad_pow(a, b)", 2, f_pow, d_pow_a, d_pow_b, {{-2, 3}, {-1.5, -2}}, 2, NO_FD_B},
+    {"ad_atan2(a, b)", 2, f_atan2, d_atan2_a, d_atan2_b, {{0.5, 1}, {0.5, -1}, {-0.5, -1}, {-0.5, 1}, {1e-3, -2}}, 5, 0},
+    {"ad_hypot(a, b)", 2, f_hypot, d_hypot_a, d_hypot_b, {{0.3, -1.2}, {-2, 5}}, 2, 0},
+    {"ad_fmin(a, b)", 2, f_fmin, d_fmin_a, d_fmin_b, {{0.3, -1.2}, {-2, 5}}, 2, 0},
+    {"ad_fmax(a, b)", 2, f_fmax, d_fmax_a, d_fmax_b, {{0.3, -1.2}, {-2, 5}}, 2, 0},
+    {"ad_copysign(a, b)", 2, f_copysign, d_copysign_a, zero, {{0.3, -1.2}, {-2, 5}, {2, 3}}, 3, 0},
+    {"ad_select(ad_val(a) > 0, ad_mul(a, b), ad_sub(b, a))", 2, f_select, d_select_a, d_select_b,
+     {{0.3, -1.2}, {-2, 5}}, 2, 0},
+    /* Kinks: the documented conventions, exactly. */
+    {"ad_relu(a)", 1, f_relu, d_relu, NULL, {{0}}, 1, KINK},
+    {"ad_fabs(a)", 1, f_fabs, d_fabs, NULL, {{0}}, 1, KINK},
+    {"ad_fmin(a, b)", 2, f_fmin, one, zero, {{1.5, 1.5}}, 1, KINK},
+    {"ad_fmax(a, b)", 2, f_fmax, one, zero, {{1.5, 1.5}}, 1, KINK},
+    {"ad_clamp(a, (real)-0.5, (real)0.5)", 1, f_clamp, one, NULL, {{-0.5}, {0.5}}, 2, KINK},
+    {"ad_hypot(a, b)", 2, f_hypot, zero, zero, {{0, 0}}, 1, KINK},
+    {"ad_atan2(a, b)", 2, f_atan2, zero, zero, {{0, 0}}, 1, KINK},
+    {"ad_copysign(a, b)", 2, f_copysign, mone, zero, {{0, -2}}, 1, KINK},
+};
+#define N_CASES ((int)(sizeof CASES / sizeof *CASES))
+
+static char *dispatch_source(void)
+{
+    size_t cap = 16384, used = 0;
+    char *s = malloc(cap);
+    used += (size_t)snprintf(s + used, cap - used,
+                             "T vocab(T sel, T a, T b)\n{\n    switch ((int)ad_val(sel)) {\n");
+    for (int c = 0; c < N_CASES; c++)
+        used += (size_t)snprintf(s + used, cap - used, "    case %d: return %s;\n", c, CASES[c].call);
+    snprintf(s + used, cap - used, "    }\n    return ad_const(0);\n}\n");
+    return s;
+}
+
+static double rel_err(double got, double want)
+{
+    if (isinf(want))
+        return got == want ? 0 : INFINITY;
+    return fabs(got - want) / fmax(1.0, fabs(want));
+}
+
+static void run(clmad_dtype dtype)
+{
+    clmad_context *ctx = test_context();
+    char *src = dispatch_source();
+    clmad_kernel *k;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, src, "vocab", 3, 1, &k));
+    free(src);
+
+    size_t n = 0;
+    for (int c = 0; c < N_CASES; c++)
+        n += (size_t)CASES[c].npts;
+    double *sel = malloc(n * sizeof *sel), *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    size_t e = 0;
+    for (int c = 0; c < N_CASES; c++)
+        for (int p = 0; p < CASES[c].npts; p++, e++) {
+            sel[e] = c;
+            a[e] = CASES[c].pts[p][0];
+            b[e] = CASES[c].arity == 2 ? CASES[c].pts[p][1] : 0.0;
+        }
+    int f32 = dtype == CLMAD_F32;
+    size_t es = clmad_dtype_size(dtype);
+    void *bufs[3] = {malloc(n * es), malloc(n * es), malloc(n * es)};
+    double *host[3] = {sel, a, b};
+    clmad_tensor *in[3];
+    for (int j = 0; j < 3; j++) {
+        for (size_t i = 0; i < n; i++) {
+            if (f32)
+                ((float *)bufs[j])[i] = (float)host[j][i];
+            else
+                ((double *)bufs[j])[i] = host[j][i];
+        }
+        CHECK_OK(ctx, clmad_tensor_create(ctx, dtype, 1, &n, bufs[j], &in[j]));
+    }
+    const int active[3] = {0, 1, 1};
+    clmad_tensor *y, *p[3];
+    CHECK_OK(ctx, clmad_broadcast_partials(ctx, k, in, active, &y, p));
+    cr_assert_null(p[0], "the selector is inactive");
+    double *out[3];
+    clmad_tensor *src_t[3] = {y, p[1], p[2]};
+    for (int j = 0; j < 3; j++) {
+        out[j] = malloc(n * sizeof(double));
+        CHECK_OK(ctx, clmad_tensor_read(src_t[j], bufs[j], n * es));
+        for (size_t i = 0; i < n; i++)
+            out[j][i] = f32 ? ((float *)bufs[j])[i] : ((double *)bufs[j])[i];
+    }
+
+    /* Tolerances: f64 close to rounding; f32 a few ulps of float after the
+     * inputs were rounded to float (the reference uses the rounded inputs). */
+    double tol = f32 ? 2e-5 : 1e-12;
+    e = 0;
+    for (int c = 0; c < N_CASES; c++) {
+        const vcase *v = &CASES[c];
+        for (int q = 0; q < v->npts; q++, e++) {
+            double x = f32 ? (double)(float)a[e] : a[e], w = f32 ? (double)(float)b[e] : b[e];
+            double want[3] = {v->f(x, w), v->da(x, w), v->arity == 2 ? v->db(x, w) : 0.0};
+            const char *what[3] = {"value", "d/da", "d/db"};
+            for (int j = 0; j < 3; j++) {
+                if (v->mode == KINK && j > 0)
+                    cr_expect_eq(out[j][e], want[j], "%s at (%g, %g): %s %.17g, convention %.17g",
+                                 v->call, x, w, what[j], out[j][e], want[j]);
+                else
+                    cr_expect(rel_err(out[j][e], want[j]) <= tol, "%s %s at (%g, %g): got %.17g, want %.17g",
+                              dtype == CLMAD_F32 ? "f32" : "f64", v->call, x, w, out[j][e], want[j]);
+            }
+            if (v->mode == KINK || f32)
+                continue;
+            /* The analytic formulas themselves against central differences. */
+            for (int j = 0; j < v->arity - (v->mode == NO_FD_B); j++) {
+                double h = 1e-6 * fmax(1.0, fabs(j ? w : x));
+                double fp = j ? v->f(x, w + h) : v->f(x + h, w);
+                double fm = j ? v->f(x, w - h) : v->f(x - h, w);
+                double fd = (fp - fm) / (2 * h);
+                cr_expect(fabs(fd - want[j + 1]) <= 1e-5 * fmax(1.0, fabs(fd)),
+                          "%s %s at (%g, %g): analytic %.12g, finite differences %.12g", v->call,
+                          what[j + 1], x, w, want[j + 1], fd);
+                cr_expect(fabs(fd - out[j + 1][e]) <= 1e-5 * fmax(1.0, fabs(fd)),
+                          "%s %s at (%g, %g): device %.12g, finite differences %.12g", v->call,
+                          what[j + 1], x, w, out[j + 1][e], fd);
+            }
+        }
+    }
+    for (int j = 0; j < 3; j++) {
+        free(out[j]);
+        free(bufs[j]);
+        clmad_tensor_release(in[j]);
+    }
+    clmad_tensor_release(y);
+    clmad_tensor_release(p[1]);
+    clmad_tensor_release(p[2]);
+    clmad_kernel_release(k);
+    free(sel);
+    free(a);
+    free(b);
+    clmad_context_release(ctx);
+}
+
+Test(vocabulary, every_function_f32) { run(CLMAD_F32); }
+Test(vocabulary, every_function_f64) { run(CLMAD_F64); }

@@ -363,8 +363,8 @@ void clmad_tensor_zero_grad(clmad_tensor *t);
  * is cleared afterwards unless clmad_set_retain_tape(ctx, 1).
  * Errors: CLMAD_ERR_STATE (loss was not computed on the current tape, or
  * the tape was consumed by an earlier backward), CLMAD_ERR_SHAPE (a
- * non-scalar loss without seed, or a seed of another shape), and the errors
- * of the kernels it runs.
+ * non-scalar loss without seed, or a seed of another shape), CLMAD_ERR_DTYPE
+ * (a seed of another dtype), and the errors of the kernels it runs.
  */
 clmad_status clmad_backward(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *seed);
 

@@ -1,6 +1,7 @@
 #include "device.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,23 @@ static void fill_info(cl_platform_id p, cl_device_id d, int pi, int di, clmad_de
     out->fp64 = fp != 0;
 }
 
+/* Device enumeration is serialised process-wide: POCL 3.1 initialises its
+ * devices on the first clGetDeviceIDs and is not safe against a second
+ * thread enumerating meanwhile (it crashes or reports no device). Contexts
+ * on separate threads are promised to be independent, so clmad hides it. */
+static pthread_mutex_t enumerate_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static clmad_status enumerate_devices_locked(clmad_device_entry **entries, size_t *count);
+
 clmad_status clmad__enumerate_devices(clmad_device_entry **entries, size_t *count)
+{
+    pthread_mutex_lock(&enumerate_lock);
+    clmad_status st = enumerate_devices_locked(entries, count);
+    pthread_mutex_unlock(&enumerate_lock);
+    return st;
+}
+
+static clmad_status enumerate_devices_locked(clmad_device_entry **entries, size_t *count)
 {
     cl_uint np = 0;
     cl_int err = clGetPlatformIDs(0, NULL, &np);

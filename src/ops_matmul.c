@@ -21,9 +21,17 @@ static clmad_status gemm(clmad_context *ctx, int ta, int tb, size_t m, size_t n,
     size_t lda = a->shape[1], ldb = b->shape[1], ldc = c->shape[1];
     CLBlastStatusCode s;
     if (k == 0) {
-        /* An empty inner dimension: the product is zero. */
-        size_t dims[1] = {c->numel}, one[1] = {1};
-        return beta != 0.0 ? CLMAD_OK : clmad__strided_copy(ctx, c, 0, one, c, 0, one, 1, dims, 0.0, 0);
+        /* An empty inner dimension: the product is zero. With beta = 0 the
+         * output is overwritten with zeros (not scaled: a pooled buffer may
+         * hold NaN, and 0 * NaN is NaN). */
+        if (beta != 0.0)
+            return CLMAD_OK;
+        double zero_d = 0.0;
+        float zero_f = 0.0f;
+        const void *pattern = c->dtype == CLMAD_F32 ? (const void *)&zero_f : (const void *)&zero_d;
+        cl_int err = clEnqueueFillBuffer(ctx->queue, c->mem, pattern, clmad_dtype_size(c->dtype), 0,
+                                         c->numel * clmad_dtype_size(c->dtype), 0, NULL, NULL);
+        return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(ctx, err, "clEnqueueFillBuffer");
     }
     if (c->dtype == CLMAD_F32)
         s = CLBlastSgemm(CLBlastLayoutRowMajor, at, bt, m, n, k, 1.0f, a->mem, 0, lda, b->mem, 0, ldb,

@@ -237,8 +237,11 @@ clmad_status clmad_backward(clmad_context *ctx, clmad_tensor *loss, clmad_tensor
                            "clmad_backward: the loss has no tape behind it: it was not computed from "
                            "tensors that require a gradient, or the tape was consumed by an earlier "
                            "backward (keep it with clmad_set_retain_tape)");
-    if (seed && (!same_shape(seed, loss) || seed->dtype != loss->dtype))
-        return clmad__fail(ctx, CLMAD_ERR_SHAPE, "clmad_backward: the seed must have the loss's shape and dtype");
+    if (seed && seed->dtype != loss->dtype)
+        return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_backward: the seed is %s, the loss %s",
+                           seed->dtype == CLMAD_F64 ? "f64" : "f32", loss->dtype == CLMAD_F64 ? "f64" : "f32");
+    if (seed && !same_shape(seed, loss))
+        return clmad__fail(ctx, CLMAD_ERR_SHAPE, "clmad_backward: the seed must have the loss's shape");
     if (!seed && loss->numel != 1)
         return clmad__fail(ctx, CLMAD_ERR_SHAPE,
                            "clmad_backward: the loss has %zu elements; a non-scalar loss needs a seed tensor",

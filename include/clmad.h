@@ -314,6 +314,25 @@ clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, clmad_tens
                                  clmad_tensor **out_tangents);
 
 /**
+ * Gradient check for a kernel: compares its forward-mode partials with
+ * central finite differences of its primal at n_points points, in dtype
+ * (CLMAD_F64 where the device has it; f32 differences are good to about
+ * 1e-3 only). points holds n_points * n_inputs values, point p's input j
+ * at points[p * n_inputs + j]. worst receives n_inputs values: for input
+ * j, the largest over points and outputs of |partial - fd| / max(1, |fd|),
+ * with the step h = cbrt(eps) * max(1, |x|) (+inf where either is NaN).
+ * A point on a branch boundary or a kink gives a large error by nature
+ * (the difference straddles it): choose points away from them.
+ * The caller owns points and worst; the check records nothing on the tape
+ * and leaves worst untouched on failure.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, n_points = 0, a kernel of
+ * another context), CLMAD_ERR_UNSUPPORTED (f64 without device fp64), and
+ * the errors of clmad_broadcast.
+ */
+clmad_status clmad_gradcheck(clmad_context *ctx, clmad_kernel *k, clmad_dtype dtype, size_t n_points,
+                             const double *points, double *worst);
+
+/**
  * Sets the chunk cap of ctx: the most partials one dual kernel carries.
  * cap 0 restores the device default (clmad_chunk_cap reports it). Results do
  * not depend on the cap. Errors: CLMAD_ERR_INVALID_ARGUMENT (cap < 0 or > 64).

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Runs one test program under a checker and fails when the checker reported
+# anything, in the program itself or in any of its Criterion workers.
+#
+#   check-run.sh TEST_PROGRAM [ARGS...]
+#
+# It is the CROSSCOMPILING_EMULATOR of the test targets in the checking
+# builds (tests/CMakeLists.txt, CLMAD_TEST_LAUNCHER), so ctest runs every
+# test through it with the test environment already set. The checker comes
+# from CLMAD_CHECK:
+#   asan      AddressSanitizer + UBSan build: reports go to log files
+#   tsan      ThreadSanitizer build: reports go to log files
+#   valgrind  memcheck over the program and every worker it spawns
+#   oclgrind  the OpenCL calls go to Oclgrind (its ICD, in a vendors folder
+#             of its own under the build folder) with API checks, data-race
+#             and uninitialised-value detection
+#   (empty)   the program runs as is
+#
+# Why log files: Criterion runs each test in a worker process and takes the
+# test's result from it before the worker exits, so a sanitizer report made
+# at exit (LeakSanitizer) or after the result (valgrind's error summary), and
+# the exit status that goes with it, never reach Criterion or ctest. Every
+# process writes its own file (the sanitizers' log_path, valgrind's %p), and
+# this script fails the test when one holds a report, and prints it.
+#
+# Logs: BUILD/check-logs/<test program>/, kept after the run.
+set -u
+
+prog=$1
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+name=$(basename "$prog")
+build=$(cd "$(dirname "$prog")/.." && pwd)
+logs="$build/check-logs/$name"
+rm -rf "$logs"
+mkdir -p "$logs"
+mode=${CLMAD_CHECK:-}
+
+case "$mode" in
+asan)
+    # detect_leaks: LSan at the exit of every process. UBSan aborts on its
+    # first finding (the build uses -fno-sanitize-recover=undefined), which
+    # fails the test, and prints to stderr (ctest shows it).
+    export ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:print_suppressions=0:${ASAN_OPTIONS:-}"
+    export LSAN_OPTIONS="suppressions=$here/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+    "$@"
+    status=$?
+    ;;
+tsan)
+    export TSAN_OPTIONS="log_path=$logs/tsan:suppressions=$here/tsan.supp:print_suppressions=0:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
+    "$@"
+    status=$?
+    ;;
+valgrind)
+    # --trace-children: Criterion's workers are new executions of the
+    # program (fork + exec). Leaks: only "definitely lost" blocks count as
+    # errors; the driver's are suppressed in valgrind.supp.
+    valgrind --tool=memcheck --trace-children=yes --log-file="$logs/vg.%p" \
+        --suppressions="$here/valgrind.supp" --error-exitcode=1 --num-callers=40 \
+        --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite \
+        --gen-suppressions=all "$@"
+    status=$?
+    ;;
+oclgrind)
+    export OCL_ICD_VENDORS="$build/oclgrind-icd"
+    export OCLGRIND_CHECK_API=1 OCLGRIND_DATA_RACES=1 OCLGRIND_UNINITIALIZED=1
+    # Oclgrind prints its findings on stderr and keeps the exit status;
+    # keep a copy to look for them.
+    "$@" 2> >(tee "$logs/stderr.log" >&2)
+    status=$?
+    wait
+    ;;
+"")
+    exec "$@"
+    ;;
+*)
+    echo "check-run.sh: unknown CLMAD_CHECK '$mode'" >&2
+    exit 2
+    ;;
+esac
+
+# ---- what the checker said -------------------------------------------------
+found=0
+report() { # file: prints it (the first 200 lines) as a finding
+    found=1
+    echo "==== $mode report: $1" >&2
+    head -n 200 "$1" >&2
+}
+case "$mode" in
+asan|tsan)
+    # Any file is a report: with print_suppressions=0 the sanitizers write
+    # nothing when every finding was suppressed.
+    for f in "$logs"/*; do
+        [ -s "$f" ] && report "$f"
+    done
+    ;;
+valgrind)
+    for f in "$logs"/vg.*; do
+        [ -f "$f" ] || continue
+        if grep -qE "ERROR SUMMARY: [1-9]" "$f"; then
+            report "$f"
+        fi
+    done
+    ;;
+oclgrind)
+    # Oclgrind's messages: invalid accesses, data races, uninitialised
+    # values, API errors, and a kernel that it had to stop.
+    if grep -qE "Invalid (read|write)|data race|Uninitiali[sz]ed|OpenCL runtime error|OCLGRIND FATAL|Oclgrind - " "$logs/stderr.log"; then
+        grep -nE -A12 "Invalid (read|write)|data race|Uninitiali[sz]ed|OpenCL runtime error|OCLGRIND FATAL|Oclgrind - " "$logs/stderr.log" | head -n 200 >&2
+        found=1
+    fi
+    ;;
+esac
+if [ "$found" = 1 ]; then
+    echo "check-run.sh: $mode reported errors in $name (logs: $logs)" >&2
+    [ "$status" = 0 ] && status=1
+fi
+exit "$status"

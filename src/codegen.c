@@ -162,18 +162,24 @@ static void emit_body(clmad_strbuf *sb, const clmad_variant *v, const char *fn)
 }
 
 void clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char *user_source,
-                             const char *fn_name)
+                             const char *fn_name, int force_inline)
 {
     emit_prelude(sb, v);
     /* Force-inline the user's functions: on POCL a dual-typed user function
      * left as a call keeps the work-item loop from vectorising (measured
-     * 1.5-1.7x on the HM-LSTM cell, f32, K = 4). Other compilers ignore the
-     * pragma; GPU compilers inline such functions anyway. */
-    clmad__sb_append(sb, "\n#ifdef __clang__\n#pragma clang attribute push "
-                         "(__attribute__((always_inline)), apply_to = function)\n#endif\n");
+     * 1.5-1.7x on the HM-LSTM cell, f32, K = 4). Only where the compiler is
+     * known to accept the pragma (force_inline): NVIDIA's OpenCL compiler
+     * reports clang 16 but rejects always_inline in `#pragma clang
+     * attribute`, and GPU compilers inline such functions anyway. */
+    if (force_inline)
+        clmad__sb_append(sb, "\n#pragma clang attribute push "
+                             "(__attribute__((always_inline)), apply_to = function)\n");
     clmad__sb_append(sb, "#line 1 \"source\"\n");
     clmad__sb_append(sb, user_source);
-    clmad__sb_append(sb, "\n#ifdef __clang__\n#pragma clang attribute pop\n#endif\n");
+    if (force_inline)
+        clmad__sb_append(sb, "\n#pragma clang attribute pop\n");
+    else
+        clmad__sb_append(sb, "\n");
     clmad__sb_append(sb, "#line 1 \"clmad-generated\"\n");
     emit_signature(sb, v);
     emit_body(sb, v, fn_name);

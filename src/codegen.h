@@ -33,9 +33,11 @@ typedef struct clmad_variant {
 void clmad__variant_key(const clmad_variant *v, char *buf, size_t cap);
 
 /* Appends the complete program for v: prelude, vocabulary, the user's source
- * under `#line 1 "source"`, and the wrapper kernel `clmad_bcast`. */
+ * under `#line 1 "source"`, and the wrapper kernel `clmad_bcast`.
+ * force_inline wraps the user's source in a clang pragma that makes its
+ * functions always_inline (see clmad__compiler_takes_inline_pragma). */
 void clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char *user_source,
-                             const char *fn_name);
+                             const char *fn_name, int force_inline);
 
 /* Appends the kernel `clmad_vjp_store` for the STORE policy's backward:
  * g = (g +) sum over the n_terms adjoints a_t of a_t * p_t, with the same

@@ -99,6 +99,10 @@ clmad_status clmad_context_create(const clmad_options *options, clmad_context **
     ctx->device = dev.device;
     ctx->info = dev.info;
     ctx->fp64 = dev.info.fp64 && !opt->disable_fp64;
+    /* Compilers built on upstream clang that accept always_inline in
+     * `#pragma clang attribute` (codegen.c); others get no pragma. */
+    ctx->inline_pragma = strstr(dev.info.platform_name, "Portable Computing Language") != NULL ||
+                         strstr(dev.info.platform_name, "rusticl") != NULL;
 
     cl_int err;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev.platform, 0};

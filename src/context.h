@@ -49,6 +49,8 @@ struct clmad_context {
     cl_command_queue queue;
     clmad_device_info info;
     int fp64;                       /* fp64 usable: device has it and not disabled */
+    int inline_pragma;              /* the compiler takes `#pragma clang attribute` with
+                                       always_inline (POCL, rusticl) */
     char *cache_dir;                /* on-disk program cache folder, NULL if off */
     clmad_program_cache programs;
     clmad_buffer_pool pool;

@@ -37,8 +37,12 @@ __kernel void clmad_strided_copy(__global real *dst, __global const real *src, u
 }
 
 /* Deterministic partial sums: work-item g = m * parts + p sums, in a fixed
- * order, the reduced elements [p * n_red / parts, (p+1) * n_red / parts)
- * of kept element m, and writes dst[g]. */
+ * order, part p of the reduced elements of kept element m, and writes
+ * dst[g]. With one reduced dimension (the common case once neighbours are
+ * merged) part p is the interleaved set p, p + parts, p + 2 parts, ...:
+ * neighbouring work-items read neighbouring elements, which GPUs coalesce
+ * and CPUs vectorise. With several, part p is the contiguous range
+ * [p * n_red / parts, (p+1) * n_red / parts), walked by an odometer. */
 __kernel void clmad_reduce_sum(__global real *dst, __global const real *src, ulong n_keep,
                                ulong n_red, ulong parts, int nk, ulong8 kdims8, ulong8 kstrides8,
                                int nr, ulong8 rdims8, ulong8 rstrides8)
@@ -53,6 +57,14 @@ __kernel void clmad_reduce_sum(__global real *dst, __global const real *src, ulo
     vstore8(rdims8, 0, rdims);
     vstore8(rstrides8, 0, rs);
     ulong base = clmad_offset(m, nk, kdims, ks);
+    real acc = 0;
+    if (nr <= 1) {
+        const ulong stride = nr == 1 ? rs[0] : 0;
+        for (ulong q = p; q < n_red; q += parts)
+            acc += src[base + q * stride];
+        dst[g] = acc;
+        return;
+    }
     ulong q0 = p * n_red / parts, q1 = (p + 1) * n_red / parts;
     /* Odometer over the reduced coordinates: no division per element. */
     ulong c[8];
@@ -62,7 +74,6 @@ __kernel void clmad_reduce_sum(__global real *dst, __global const real *src, ulo
         rest /= rdims[d];
         off += c[d] * rs[d];
     }
-    real acc = 0;
     for (ulong q = q0; q < q1; q++) {
         acc += src[base + off];
         for (int d = nr - 1; d >= 0; d--) {

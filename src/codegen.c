@@ -30,6 +30,11 @@ static void emit_prelude(clmad_strbuf *sb, const clmad_variant *v)
 {
     int dbl = v->dtype == CLMAD_F64;
     clmad__sb_printf(sb, "#define CLMAD_REAL_DOUBLE %d\n", dbl);
+    /* No a*b+c contracted into fma: each variant of a kernel (primal, dual
+     * with any K, chunked or not) must round the same operations the same
+     * way, or STORE, RECOMPUTE and chunking would differ in the last bit.
+     * NVIDIA's compiler contracts differently from one variant to another. */
+    clmad__sb_append(sb, "#pragma OPENCL FP_CONTRACT OFF\n");
     if (dbl)
         clmad__sb_append(sb, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
     clmad__sb_printf(sb, "#define CLMAD_K %d\n#define CLMAD_FOR_EACH_PARTIAL(X)", v->K);
@@ -161,8 +166,8 @@ static void emit_body(clmad_strbuf *sb, const clmad_variant *v, const char *fn)
     clmad__sb_append(sb, "}\n");
 }
 
-void clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char *user_source,
-                             const char *fn_name, int force_inline)
+int clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char *user_source,
+                            const char *fn_name, int force_inline)
 {
     emit_prelude(sb, v);
     /* Force-inline the user's functions: on POCL a dual-typed user function
@@ -175,6 +180,9 @@ void clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const cha
         clmad__sb_append(sb, "\n#pragma clang attribute push "
                              "(__attribute__((always_inline)), apply_to = function)\n");
     clmad__sb_append(sb, "#line 1 \"source\"\n");
+    int first_line = 1;
+    for (size_t i = 0; sb->data && i < sb->len; i++)
+        first_line += sb->data[i] == '\n';
     clmad__sb_append(sb, user_source);
     if (force_inline)
         clmad__sb_append(sb, "\n#pragma clang attribute pop\n");
@@ -183,6 +191,7 @@ void clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const cha
     clmad__sb_append(sb, "#line 1 \"clmad-generated\"\n");
     emit_signature(sb, v);
     emit_body(sb, v, fn_name);
+    return first_line;
 }
 
 void clmad__generate_vjp_store(clmad_strbuf *sb, clmad_dtype dtype, int n_terms, int accumulate)
@@ -191,6 +200,8 @@ void clmad__generate_vjp_store(clmad_strbuf *sb, clmad_dtype dtype, int n_terms,
         clmad__sb_append(sb, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\ntypedef double real;\n");
     else
         clmad__sb_append(sb, "typedef float real;\n");
+    /* As in the broadcast kernels: STORE must round like RECOMPUTE. */
+    clmad__sb_append(sb, "#pragma OPENCL FP_CONTRACT OFF\n");
     clmad__sb_append(sb, "__kernel void clmad_vjp_store(ulong n, __global real *restrict g");
     for (int t = 0; t < n_terms; t++)
         clmad__sb_printf(sb, ",\n    __global const real *restrict adj%d, __global const real *restrict p%d",

@@ -35,9 +35,17 @@ void clmad__variant_key(const clmad_variant *v, char *buf, size_t cap);
 /* Appends the complete program for v: prelude, vocabulary, the user's source
  * under `#line 1 "source"`, and the wrapper kernel `clmad_bcast`.
  * force_inline wraps the user's source in a clang pragma that makes its
- * functions always_inline (see clmad__compiler_takes_inline_pragma). */
-void clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char *user_source,
-                             const char *fn_name, int force_inline);
+ * functions always_inline (only where the compiler takes it: context.c).
+ * Returns the line of the program that holds the user's line 1, for
+ * compilers that ignore #line (clmad__map_build_log). */
+int clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char *user_source,
+                            const char *fn_name, int force_inline);
+
+/* A copy of a build log in which positions "<name>:LINE:" that fall inside
+ * the user's source (first_line .. first_line + n_lines - 1 of the program)
+ * read "source:L:", as #line would have made them; NULL on allocation
+ * failure. NVIDIA's compiler ignores #line. */
+char *clmad__map_build_log(const char *log, int first_line, int n_lines);
 
 /* Appends the kernel `clmad_vjp_store` for the STORE policy's backward:
  * g = (g +) sum over the n_terms adjoints a_t of a_t * p_t, with the same

@@ -36,7 +36,7 @@ clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_k
 
     clmad_context *ctx = k->ctx;
     clmad_strbuf sb = {0};
-    clmad__generate_program(&sb, v, k->source, k->fn_name, ctx->inline_pragma);
+    const int first_line = clmad__generate_program(&sb, v, k->source, k->fn_name, ctx->inline_pragma);
     if (sb.failed) {
         clmad__sb_free(&sb);
         return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory generating a kernel");
@@ -52,6 +52,14 @@ clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_k
         else
             snprintf(expected, sizeof expected, "void %s(%d T inputs, then %d T * outputs)",
                      k->fn_name, k->n_inputs, k->n_outputs);
+        int n_lines = 1;
+        for (const char *c = k->source; *c; c++)
+            n_lines += *c == '\n';
+        char *mapped = log ? clmad__map_build_log(log, first_line, n_lines) : NULL;
+        if (mapped) {
+            free(log);
+            log = mapped;
+        }
         st = clmad__fail(ctx, CLMAD_ERR_BUILD,
                          "kernel \"%s\" does not compile on device \"%s\" (expected signature: %s; "
                          "\"source:LINE:COL\" is a position in your source):\n%s",

@@ -85,6 +85,19 @@ static clmad_status reduce_pass(clmad_context *ctx, cl_mem dst, cl_mem src, clma
     return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, n_keep * parts) : st;
 }
 
+/* How many partial sums per kept element a pass makes: enough work-items
+ * to fill a GPU (up to 65536 in all), at least 64 elements per part; one
+ * part (a single pass) for small reductions. */
+static size_t reduce_parts(size_t n_keep, size_t n_red)
+{
+    if (n_keep >= 65536 || n_red < 4096)
+        return 1;
+    size_t parts = 65536 / n_keep;
+    if (parts > n_red / 64)
+        parts = n_red / 64;
+    return parts ? parts : 1;
+}
+
 clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *reduce, double scale,
                            int out_ndim, const size_t *out_shape, clmad_tensor **out)
 {
@@ -123,10 +136,6 @@ clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *red
             *out = result;
         return st;
     }
-    /* Enough parallel work without changing the order from run to run. */
-    size_t parts = n_keep >= 16384 || n_red < 4096 ? 1 : 16384 / n_keep;
-    if (parts > n_red / 256)
-        parts = n_red / 256 ? n_red / 256 : 1;
     if (src->numel == 0) {
         cl_int err = CL_SUCCESS;
         double zero = 0;
@@ -142,22 +151,33 @@ clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *red
         *out = result;
         return CLMAD_OK;
     }
-    if (parts == 1) {
-        st = reduce_pass(ctx, result->mem, src->mem, src->dtype, n_keep, n_red, 1, nk, kdims, ks, nr,
-                         rdims, rs);
-    } else {
-        clmad_tensor *partial;
-        size_t pshape[1] = {n_keep * parts};
-        st = clmad_tensor_create(ctx, src->dtype, 1, pshape, NULL, &partial);
+    /* Passes until one value per kept element is left: each splits its
+     * reduced elements into a number of parts that depends on the shape
+     * only, so the order of the additions is the same from run to run. */
+    size_t parts = reduce_parts(n_keep, n_red);
+    cl_mem from = src->mem;
+    clmad_tensor *partial = NULL;
+    for (;;) {
+        clmad_tensor *next = NULL;
+        if (parts > 1) {
+            size_t pshape[1] = {n_keep * parts};
+            st = clmad_tensor_create(ctx, src->dtype, 1, pshape, NULL, &next);
+        }
         if (st == CLMAD_OK)
-            st = reduce_pass(ctx, partial->mem, src->mem, src->dtype, n_keep, n_red, parts, nk, kdims,
-                             ks, nr, rdims, rs);
-        size_t k2[1] = {n_keep}, ks2[1] = {parts}, r2[1] = {parts}, rs2[1] = {1};
-        if (st == CLMAD_OK)
-            st = reduce_pass(ctx, result->mem, partial->mem, src->dtype, n_keep, parts, 1, 1, k2, ks2,
-                             1, r2, rs2);
+            st = reduce_pass(ctx, next ? next->mem : result->mem, from, src->dtype, n_keep, n_red, parts, nk,
+                             kdims, ks, nr, rdims, rs);
         clmad_tensor_release(partial);
+        partial = next;
+        if (st != CLMAD_OK || !next)
+            break;
+        /* The next pass reads the partial sums: n_keep rows of `parts`. */
+        from = next->mem;
+        n_red = parts;
+        nk = 1, kdims[0] = n_keep, ks[0] = parts;
+        nr = 1, rdims[0] = parts, rs[0] = 1;
+        parts = reduce_parts(n_keep, n_red);
     }
+    clmad_tensor_release(partial);
     if (st == CLMAD_OK && scale != 1.0) {
         size_t dims[1] = {result->numel}, one[1] = {1};
         st = clmad__strided_copy(ctx, result, 0, one, result, 0, one, 1, dims, scale, 0);

@@ -218,7 +218,9 @@ clmad_status clmad_tensor_fill(clmad_context *ctx, clmad_dtype dtype, int ndim,
  */
 clmad_status clmad_tensor_read(clmad_tensor *t, void *host, size_t capacity_bytes);
 
-/** Copies numel elements from host into the tensor. Errors as clmad_tensor_read. */
+/** Copies numel elements from host into the tensor; size_bytes must equal
+ * the tensor's size in bytes. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL,
+ * another size), CLMAD_ERR_OPENCL. */
 clmad_status clmad_tensor_write(clmad_tensor *t, const void *host, size_t size_bytes);
 
 /** Adds a reference; returns t. */
@@ -339,7 +341,9 @@ clmad_status clmad_gradcheck(clmad_context *ctx, clmad_kernel *k, clmad_dtype dt
  */
 clmad_status clmad_set_chunk_cap(clmad_context *ctx, int cap);
 
-/** The chunk cap in force on ctx. */
+/** The chunk cap in force on ctx (0 for a NULL ctx). The device default is
+ * 16 on CPUs and GPUs and 8 on other devices: bench_arity found one chunk
+ * fastest up to 16 partials on POCL, rusticl and an H100 (README). */
 int clmad_chunk_cap(const clmad_context *ctx);
 
 /* ------------------------------------------------------------------------ */
@@ -383,7 +387,9 @@ void clmad_tensor_zero_grad(clmad_tensor *t);
  * Errors: CLMAD_ERR_STATE (loss was not computed on the current tape, or
  * the tape was consumed by an earlier backward), CLMAD_ERR_SHAPE (a
  * non-scalar loss without seed, or a seed of another shape), CLMAD_ERR_DTYPE
- * (a seed of another dtype), and the errors of the kernels it runs.
+ * (a seed of another dtype), and the errors of the kernels it runs. After a
+ * failure part way through, the tape is cleared even when retained (its
+ * gradients would be partial) and leaf gradients may be partly accumulated.
  */
 clmad_status clmad_backward(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *seed);
 

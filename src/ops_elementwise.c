@@ -5,31 +5,34 @@
 
 #include <stdio.h>
 
+/* Each kernel is named after its public function, so that an error names
+ * the call, e.g. "clmad_broadcast(clmad_add): input 1 of shape ...". */
 typedef struct builtin_def {
+    const char *name;
     const char *source;
     int n_inputs;
 } builtin_def;
 
 static const builtin_def BUILTINS[CLMAD_BUILTIN_COUNT] = {
-    [CLMAD_BUILTIN_ADD] = {"T clmad_op(T a, T b) { return ad_add(a, b); }", 2},
-    [CLMAD_BUILTIN_SUB] = {"T clmad_op(T a, T b) { return ad_sub(a, b); }", 2},
-    [CLMAD_BUILTIN_MUL] = {"T clmad_op(T a, T b) { return ad_mul(a, b); }", 2},
-    [CLMAD_BUILTIN_DIV] = {"T clmad_op(T a, T b) { return ad_div(a, b); }", 2},
-    [CLMAD_BUILTIN_POW] = {"T clmad_op(T a, T b) { return ad_pow(a, b); }", 2},
-    [CLMAD_BUILTIN_NEG] = {"T clmad_op(T a) { return ad_neg(a); }", 1},
-    [CLMAD_BUILTIN_EXP] = {"T clmad_op(T a) { return ad_exp(a); }", 1},
-    [CLMAD_BUILTIN_LOG] = {"T clmad_op(T a) { return ad_log(a); }", 1},
-    [CLMAD_BUILTIN_TANH] = {"T clmad_op(T a) { return ad_tanh(a); }", 1},
-    [CLMAD_BUILTIN_SIGMOID] = {"T clmad_op(T a) { return ad_sigmoid(a); }", 1},
-    [CLMAD_BUILTIN_RELU] = {"T clmad_op(T a) { return ad_relu(a); }", 1},
-    [CLMAD_BUILTIN_SQRT] = {"T clmad_op(T a) { return ad_sqrt(a); }", 1},
-    [CLMAD_BUILTIN_WHERE] = {"T clmad_op(T c, T a, T b) { return ad_select(ad_val(c) != 0, a, b); }", 3},
-    [CLMAD_BUILTIN_LT] = {"T clmad_op(T a, T b) { return ad_const(ad_val(a) < ad_val(b) ? 1 : 0); }", 2},
-    [CLMAD_BUILTIN_LE] = {"T clmad_op(T a, T b) { return ad_const(ad_val(a) <= ad_val(b) ? 1 : 0); }", 2},
-    [CLMAD_BUILTIN_GT] = {"T clmad_op(T a, T b) { return ad_const(ad_val(a) > ad_val(b) ? 1 : 0); }", 2},
-    [CLMAD_BUILTIN_GE] = {"T clmad_op(T a, T b) { return ad_const(ad_val(a) >= ad_val(b) ? 1 : 0); }", 2},
-    [CLMAD_BUILTIN_EQ] = {"T clmad_op(T a, T b) { return ad_const(ad_val(a) == ad_val(b) ? 1 : 0); }", 2},
-    [CLMAD_BUILTIN_NE] = {"T clmad_op(T a, T b) { return ad_const(ad_val(a) != ad_val(b) ? 1 : 0); }", 2},
+    [CLMAD_BUILTIN_ADD] = {"clmad_add", "T clmad_add(T a, T b) { return ad_add(a, b); }", 2},
+    [CLMAD_BUILTIN_SUB] = {"clmad_sub", "T clmad_sub(T a, T b) { return ad_sub(a, b); }", 2},
+    [CLMAD_BUILTIN_MUL] = {"clmad_mul", "T clmad_mul(T a, T b) { return ad_mul(a, b); }", 2},
+    [CLMAD_BUILTIN_DIV] = {"clmad_div", "T clmad_div(T a, T b) { return ad_div(a, b); }", 2},
+    [CLMAD_BUILTIN_POW] = {"clmad_pow", "T clmad_pow(T a, T b) { return ad_pow(a, b); }", 2},
+    [CLMAD_BUILTIN_NEG] = {"clmad_neg", "T clmad_neg(T a) { return ad_neg(a); }", 1},
+    [CLMAD_BUILTIN_EXP] = {"clmad_exp", "T clmad_exp(T a) { return ad_exp(a); }", 1},
+    [CLMAD_BUILTIN_LOG] = {"clmad_log", "T clmad_log(T a) { return ad_log(a); }", 1},
+    [CLMAD_BUILTIN_TANH] = {"clmad_tanh", "T clmad_tanh(T a) { return ad_tanh(a); }", 1},
+    [CLMAD_BUILTIN_SIGMOID] = {"clmad_sigmoid", "T clmad_sigmoid(T a) { return ad_sigmoid(a); }", 1},
+    [CLMAD_BUILTIN_RELU] = {"clmad_relu", "T clmad_relu(T a) { return ad_relu(a); }", 1},
+    [CLMAD_BUILTIN_SQRT] = {"clmad_sqrt", "T clmad_sqrt(T a) { return ad_sqrt(a); }", 1},
+    [CLMAD_BUILTIN_WHERE] = {"clmad_where", "T clmad_where(T c, T a, T b) { return ad_select(ad_val(c) != 0, a, b); }", 3},
+    [CLMAD_BUILTIN_LT] = {"clmad_compare_lt", "T clmad_compare_lt(T a, T b) { return ad_const(ad_val(a) < ad_val(b) ? 1 : 0); }", 2},
+    [CLMAD_BUILTIN_LE] = {"clmad_compare_le", "T clmad_compare_le(T a, T b) { return ad_const(ad_val(a) <= ad_val(b) ? 1 : 0); }", 2},
+    [CLMAD_BUILTIN_GT] = {"clmad_compare_gt", "T clmad_compare_gt(T a, T b) { return ad_const(ad_val(a) > ad_val(b) ? 1 : 0); }", 2},
+    [CLMAD_BUILTIN_GE] = {"clmad_compare_ge", "T clmad_compare_ge(T a, T b) { return ad_const(ad_val(a) >= ad_val(b) ? 1 : 0); }", 2},
+    [CLMAD_BUILTIN_EQ] = {"clmad_compare_eq", "T clmad_compare_eq(T a, T b) { return ad_const(ad_val(a) == ad_val(b) ? 1 : 0); }", 2},
+    [CLMAD_BUILTIN_NE] = {"clmad_compare_ne", "T clmad_compare_ne(T a, T b) { return ad_const(ad_val(a) != ad_val(b) ? 1 : 0); }", 2},
 };
 
 static clmad_status builtin(clmad_context *ctx, clmad_builtin_id id, clmad_tensor *const *inputs,
@@ -40,7 +43,7 @@ static clmad_status builtin(clmad_context *ctx, clmad_builtin_id id, clmad_tenso
     if (!out)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "builtin operation: out is NULL");
     if (!ctx->builtins[id]) {
-        clmad_status st = clmad_kernel_create(ctx, BUILTINS[id].source, "clmad_op", BUILTINS[id].n_inputs,
+        clmad_status st = clmad_kernel_create(ctx, BUILTINS[id].source, BUILTINS[id].name, BUILTINS[id].n_inputs,
                                               1, &ctx->builtins[id]);
         if (st != CLMAD_OK)
             return st;

@@ -27,6 +27,15 @@ __kernel void clmad_strided_copy(__global real *dst, __global const real *src, u
     ulong e = get_global_id(0);
     if (e >= n)
         return;
+    if (nd <= 1) {
+        /* One dimension after merging (contiguous copies, expansions of a
+         * scalar): no index arithmetic, no private arrays. */
+        const ulong dstep = nd == 1 ? dst_strides8.s0 : 0, sstep = nd == 1 ? src_strides8.s0 : 0;
+        const ulong di = dst_off + e * dstep;
+        const real v = scale * src[src_off + e * sstep];
+        dst[di] = accumulate ? dst[di] + v : v;
+        return;
+    }
     ulong dims[8], ds[8], ss[8];
     vstore8(dims8, 0, dims);
     vstore8(dst_strides8, 0, ds);

@@ -404,8 +404,9 @@ void clmad_tape_clear(clmad_context *ctx);
 
 /* When a broadcast node evaluates the partials (paper section 2.2.3). */
 typedef enum clmad_partials_policy {
-    /* STORE when the stored partials (output elements x active inputs) fit
-     * in 1/4 of the device's global memory, else RECOMPUTE. */
+    /* RECOMPUTE on GPUs (memory-bound: storing partials adds traffic);
+     * elsewhere STORE when the stored partials (output elements x active
+     * inputs) fit in 1/4 of the device's global memory, else RECOMPUTE. */
     CLMAD_PARTIALS_AUTO = 0,
     /* Dual kernel in the forward pass; the partials are kept until backward. */
     CLMAD_PARTIALS_STORE = 1,

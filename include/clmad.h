@@ -123,7 +123,7 @@ typedef struct clmad_options {
     /* Pretend the device lacks fp64 (to test the error path). */
     int disable_fp64;
     /* Upper bound of the bytes the buffer pool keeps for reuse;
-     * 0 means the default (1/8 of the device's global memory, at most 1 GiB). */
+     * 0 means the default (1/4 of the device's global memory, at most 8 GiB). */
     uint64_t pool_limit_bytes;
     /* Most partials one dual kernel carries (see clmad_set_chunk_cap);
      * 0 means the device default. */

@@ -119,9 +119,12 @@ clmad_status clmad_context_create(const clmad_options *options, clmad_context **
     ctx->cache_dir = resolve_cache_dir(opt->cache_dir);
     uint64_t limit = opt->pool_limit_bytes;
     if (limit == 0) {
-        limit = ctx->info.global_mem_bytes / 8;
-        if (limit > (UINT64_C(1) << 30))
-            limit = UINT64_C(1) << 30;
+        /* A quarter of the device, at most 8 GiB: one forward + backward of
+         * 64 MiB tensors (HM-LSTM at 4096 x 4096) cycles more than 1 GiB,
+         * and reallocating each iteration cost an H100 2x. */
+        limit = ctx->info.global_mem_bytes / 4;
+        if (limit > (UINT64_C(8) << 30))
+            limit = UINT64_C(8) << 30;
     }
     ctx->pool.limit_bytes = limit;
     ctx->chunk_cap = opt->chunk_cap;

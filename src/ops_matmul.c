@@ -4,11 +4,37 @@
 #include "tape.h"
 
 #include <clblast_c.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 typedef struct matmul_data {
     int ta, tb;
 } matmul_data;
+
+/* CLBlast (1.5.3, Debian 12's) fills its static tuning database lazily, in
+ * clblast::Database::Database, when the first routine object of the
+ * process is built, without a lock: when two threads' first GEMMs overlap,
+ * one copies database entries that the other frees (AddressSanitizer:
+ * heap-use-after-free in clblast::database::DatabaseVendor's copy
+ * constructor, freed in Database::Database on the other thread; seen in
+ * tests/test_threads.c). Contexts on separate threads must be independent,
+ * so the CLBlast calls are serialised until one has succeeded; from then on
+ * the database is only read and the calls run concurrently (CLBlast's own
+ * caches of programs and databases take their locks). */
+static pthread_mutex_t clblast_first_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int clblast_ready;
+
+static CLBlastStatusCode call_gemm(clmad_dtype dtype, CLBlastTranspose at, CLBlastTranspose bt, size_t m,
+                                   size_t n, size_t k, cl_mem a, size_t lda, cl_mem b, size_t ldb,
+                                   double beta, cl_mem c, size_t ldc, cl_command_queue *queue)
+{
+    if (dtype == CLMAD_F32)
+        return CLBlastSgemm(CLBlastLayoutRowMajor, at, bt, m, n, k, 1.0f, a, 0, lda, b, 0, ldb, (float)beta,
+                            c, 0, ldc, queue, NULL);
+    return CLBlastDgemm(CLBlastLayoutRowMajor, at, bt, m, n, k, 1.0, a, 0, lda, b, 0, ldb, beta, c, 0, ldc,
+                        queue, NULL);
+}
 
 /* C = alpha op(A) op(B) + beta C, row-major; A, B, C are 2-d tensors. */
 static clmad_status gemm(clmad_context *ctx, int ta, int tb, size_t m, size_t n, size_t k,
@@ -33,12 +59,15 @@ static clmad_status gemm(clmad_context *ctx, int ta, int tb, size_t m, size_t n,
                                          c->numel * clmad_dtype_size(c->dtype), 0, NULL, NULL);
         return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(ctx, err, "clEnqueueFillBuffer");
     }
-    if (c->dtype == CLMAD_F32)
-        s = CLBlastSgemm(CLBlastLayoutRowMajor, at, bt, m, n, k, 1.0f, a->mem, 0, lda, b->mem, 0, ldb,
-                         (float)beta, c->mem, 0, ldc, &ctx->queue, NULL);
-    else
-        s = CLBlastDgemm(CLBlastLayoutRowMajor, at, bt, m, n, k, 1.0, a->mem, 0, lda, b->mem, 0, ldb,
-                         beta, c->mem, 0, ldc, &ctx->queue, NULL);
+    if (atomic_load_explicit(&clblast_ready, memory_order_acquire)) {
+        s = call_gemm(c->dtype, at, bt, m, n, k, a->mem, lda, b->mem, ldb, beta, c->mem, ldc, &ctx->queue);
+    } else {
+        pthread_mutex_lock(&clblast_first_lock);
+        s = call_gemm(c->dtype, at, bt, m, n, k, a->mem, lda, b->mem, ldb, beta, c->mem, ldc, &ctx->queue);
+        if (s == CLBlastSuccess)
+            atomic_store_explicit(&clblast_ready, 1, memory_order_release);
+        pthread_mutex_unlock(&clblast_first_lock);
+    }
     if (s != CLBlastSuccess)
         return clmad__fail(ctx, CLMAD_ERR_OPENCL, "CLBlast %cgemm failed with status %d on device \"%s\"",
                            c->dtype == CLMAD_F32 ? 'S' : 'D', (int)s, ctx->info.name);

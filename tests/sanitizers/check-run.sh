@@ -40,7 +40,15 @@ asan)
     # detect_leaks: LSan at the exit of every process. UBSan aborts on its
     # first finding (the build uses -fno-sanitize-recover=undefined), which
     # fails the test, and prints to stderr (ctest shows it).
-    export ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:print_suppressions=0:${ASAN_OPTIONS:-}"
+    # use_sigaltstack=0: LLVM (POCL's kernel compiler) installs an alternate
+    # signal stack of its own, malloc'ed (llvm::sys CreateSigAltStack, 64 KiB
+    # + MINSIGSTKSZ = 80064 bytes), in the thread that first initialises it.
+    # ASan, at the exit of that thread, takes the stack for the one it
+    # mmap'ed itself and aborts when munmap fails ("failed to deallocate
+    # 0x138c0 bytes ... unable to unmap" in UnsetAlternateSignalStack; seen
+    # in test_threads, whose threads create the first contexts). Without its
+    # own alternate stack ASan only loses its report of a stack overflow.
+    export ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:print_suppressions=0:use_sigaltstack=0:${ASAN_OPTIONS:-}"
     export LSAN_OPTIONS="suppressions=$here/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
     "$@"
@@ -53,9 +61,13 @@ tsan)
     ;;
 valgrind)
     # --trace-children: Criterion's workers are new executions of the
-    # program (fork + exec). Leaks: only "definitely lost" blocks count as
-    # errors; the driver's are suppressed in valgrind.supp.
+    # program (fork + exec). The tools that POCL and the tests run (the
+    # linker POCL calls to make a kernel's shared object, the shell and rm
+    # of system()) are not traced: they are not the program under test.
+    # Leaks: only "definitely lost" blocks count as errors; the driver's
+    # are suppressed in valgrind.supp.
     valgrind --tool=memcheck --trace-children=yes --log-file="$logs/vg.%p" \
+        --trace-children-skip='*/ld,*/ld.*,*-ld,*-ld.*,*/sh,*/bash,*/dash,*/rm,*/mkdir,*/clang*' \
         --suppressions="$here/valgrind.supp" --error-exitcode=1 --num-callers=40 \
         --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite \
         --gen-suppressions=all "$@"
@@ -63,7 +75,17 @@ valgrind)
     ;;
 oclgrind)
     export OCL_ICD_VENDORS="$build/oclgrind-icd"
-    export OCLGRIND_CHECK_API=1 OCLGRIND_DATA_RACES=1 OCLGRIND_UNINITIALIZED=1
+    # Uninitialised-value tracking is off by default: the Oclgrind of
+    # Debian 12 (21.10) aborts in its Uninitialized plugin on LLVM's
+    # `freeze` instruction ("OCLGRIND FATAL ERROR (Uninitialized.cpp:1805)
+    # Unsupported instruction: freeze"), which its clang emits for the
+    # index arithmetic of optimised kernels (clmad's and CLBlast's alike);
+    # with -cl-opt-disable the interpreter instead lacks the intrinsic
+    # llvm.experimental.noalias.scope.decl and cannot create the kernels.
+    # CLMAD_OCLGRIND_UNINITIALIZED=1 turns it on (an Oclgrind that knows
+    # `freeze`).
+    export OCLGRIND_CHECK_API=1 OCLGRIND_DATA_RACES=1
+    export OCLGRIND_UNINITIALIZED=${CLMAD_OCLGRIND_UNINITIALIZED:-0}
     # Oclgrind prints its findings on stderr and keeps the exit status;
     # keep a copy to look for them.
     "$@" 2> >(tee "$logs/stderr.log" >&2)

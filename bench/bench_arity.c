@@ -5,7 +5,8 @@
  * chunk caps. Reports time per element, bytes per element, achieved
  * bandwidth and what the device says about the dual kernel (private memory,
  * work-group size). Used to pick the default chunk cap (README).
- * Usage: bench_arity [--elements N] [--reps N] [--out folder]
+ * Usage: bench_arity [--elements N] [--reps N] [--out folder] [--one-chunk]
+ * (--one-chunk: only cap 16, every N in one chunk; for slow compilers).
  * Writes <out>/<device>.arity.json and .csv; progress on stderr.
  */
 #include "bench_common.h"
@@ -30,6 +31,7 @@ int main(int argc, char **argv)
     size_t elements = (size_t)1 << 20;
     int reps = 7;
     const char *outdir = "bench/results";
+    int first_cap = 0; /* index into caps: 3 with --one-chunk */
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--elements") && a + 1 < argc)
             elements = (size_t)atol(argv[++a]);
@@ -37,8 +39,10 @@ int main(int argc, char **argv)
             reps = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--out") && a + 1 < argc)
             outdir = argv[++a];
+        else if (!strcmp(argv[a], "--one-chunk"))
+            first_cap = 3;
         else {
-            fprintf(stderr, "usage: %s [--elements N] [--reps N] [--out folder]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--elements N] [--reps N] [--out folder] [--one-chunk]\n", argv[0]);
             return 2;
         }
     }
@@ -79,9 +83,9 @@ int main(int argc, char **argv)
         kernel_source(n, src, sizeof src);
         clmad_kernel *k;
         BENCH_CHECK(ctx, clmad_kernel_create(ctx, src, "f", n, 1, &k));
-        for (int ci = 0; ci < 4; ci++) {
+        for (int ci = first_cap; ci < 4; ci++) {
             int cap = caps[ci];
-            if (ci > 0 && caps[ci - 1] >= n)
+            if (ci > first_cap && caps[ci - 1] >= n)
                 break; /* a larger cap gives the same single chunk */
             BENCH_CHECK(ctx, clmad_set_chunk_cap(ctx, cap));
             double t[64];

@@ -2,6 +2,9 @@
 # Turns the CSV files of bench/results into results.md and gnuplot charts.
 set -euo pipefail
 out=${1:-bench/results}
+# A CSV file with the commas inside its quoted first field (device names
+# such as "llvmpipe (LLVM 15.0.6, 256 bits)") turned into ';', for awk -F,.
+csv() { sed -E ':a; s/^("[^",]*),([^"]*")/\1;\2/; ta' "$1"; }
 md="$out/results.md"
 {
   echo "# Benchmark results"
@@ -23,7 +26,7 @@ md="$out/results.md"
             p[1], p[2], s, r, t[k, "unfused"], t[k, "hand"], t[k, "primal"],
             t[k, "unfused"] / b, b / t[k, "hand"], b / t[k, "primal"], bw / g[k, "copy"]
         }
-      }' "$f" | tr -d '"' | sort -t'|' -k2,2 -k3,3n
+      }' <(csv "$f") | tr -d '"' | sort -t'|' -k2,2 -k3,3n
   done
   echo
   echo "Random / uniform controls (time ratio, dims = largest):"
@@ -37,7 +40,7 @@ md="$out/results.md"
         t[maxd, "random", "store"] / t[maxd, "uniform", "store"],
         t[maxd, "random", "recompute"] / t[maxd, "uniform", "recompute"],
         t[maxd, "random", "unfused"] / t[maxd, "uniform", "unfused"],
-        t[maxd, "random", "hand"] / t[maxd, "uniform", "hand"] }' "$f" | tr -d '"'
+        t[maxd, "random", "hand"] / t[maxd, "uniform", "hand"] }' <(csv "$f") | tr -d '"'
   done
   echo
   echo "Arity scaling (ns per element, all N partials; chunk cap 16 = one chunk up to N = 16):"
@@ -52,7 +55,7 @@ md="$out/results.md"
         for (c = 2; c <= 16; c *= 2) {
           v = t[n, c]; if (v == "") v = t[n, (n <= 2 ? 2 : n <= 4 ? 4 : n <= 8 ? 8 : 16)]
           printf " | %s", (v == "" ? "-" : v) }
-        print " |" } }' "$f" | tr -d '"'
+        print " |" } }' <(csv "$f") | tr -d '"'
   done
   echo
   echo "Fused dual kernel of the cell (value + 4 partials) vs a hand-written kernel, 2048 x 2048 f32, kernel time only (bench_cell):"
@@ -86,7 +89,7 @@ if [ -f "$readme" ] && grep -q '<!-- bench:begin -->' "$readme"; then
       awk -F, 'NR > 1 && $2 == 2048 && $3 == "random" { t[$4] = $5; dev = $1 }
         END { if (dev == "") exit; s = t["store"]; r = t["recompute"]; b = (s < r ? s : r)
           printf "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", dev, s, r, t["unfused"],
-            t["hand"], t["primal"], t["unfused"] / b, b / t["hand"], b / t["primal"] }' "$f" | tr -d '"'
+            t["hand"], t["primal"], t["unfused"] / b, b / t["hand"], b / t["primal"] }' <(csv "$f") | tr -d '"'
     done
     echo
     echo "Charts: [speed-up over unfused vs dims](bench/results/speedup.svg),"
@@ -108,26 +111,26 @@ speed="$out/speedup.dat"; arity="$out/arity.dat"; divg="$out/divergence.dat"
 : > "$speed"; : > "$arity"; : > "$divg"
 for f in "$out"/*.hmlstm.csv; do
   [ -f "$f" ] || continue
-  dev=$(awk -F, 'NR == 2 { print $1 }' "$f" | tr -d '"')
+  dev=$(awk -F, 'NR == 2 { print $1 }' <(csv "$f") | tr -d '"')
   { echo "\"$dev\""
     awk -F, 'NR > 1 && $3 == "random" { t[$2 + 0, $4] = $5; d[$2 + 0] = 1 }
       END { for (k in d) { s = t[k, "store"]; r = t[k, "recompute"]; b = (s < r ? s : r);
-        print k, t[k, "unfused"] / s, t[k, "unfused"] / r, t[k, "unfused"] / t[k, "hand"] } }' "$f" | sort -n
+        print k, t[k, "unfused"] / s, t[k, "unfused"] / r, t[k, "unfused"] / t[k, "hand"] } }' <(csv "$f") | sort -n
     echo; echo; } >> "$speed"
   { echo "\"$dev\""
     awk -F, 'NR > 1 { t[$2 + 0, $3, $4] = $5; d[$2 + 0] = 1 }
       END { for (k in d) print k, t[k, "random", "store"] / t[k, "uniform", "store"],
         t[k, "random", "recompute"] / t[k, "uniform", "recompute"],
-        t[k, "random", "unfused"] / t[k, "uniform", "unfused"] }' "$f" | sort -n
+        t[k, "random", "unfused"] / t[k, "uniform", "unfused"] }' <(csv "$f") | sort -n
     echo; echo; } >> "$divg"
 done
 for f in "$out"/*.arity.csv; do
   [ -f "$f" ] || continue
-  dev=$(awk -F, 'NR == 2 { print $1 }' "$f" | tr -d '"')
+  dev=$(awk -F, 'NR == 2 { print $1 }' <(csv "$f") | tr -d '"')
   { echo "\"$dev\""
     awk -F, 'NR > 1 { t[$2 + 0] = (t[$2 + 0] == "" || $3 + 0 >= c[$2 + 0]) ? $4 : t[$2 + 0];
                       if ($3 + 0 >= c[$2 + 0]) c[$2 + 0] = $3 + 0; n[$2 + 0] = 1 }
-      END { for (k in n) print k, t[k] }' "$f" | sort -n
+      END { for (k in n) print k, t[k] }' <(csv "$f") | sort -n
     echo; echo; } >> "$arity"
 done
 gnuplot <<GP

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The test programs and the benchmarks on an NVIDIA GPU whose driver ships
+# libnvidia-opencl.so.1 but no ICD file (as on the machines behind the
+# project's `device` tool), with binaries built elsewhere:
+#   scripts/run-nvidia.sh BIN_DIR OUT_DIR [test|bench|all]
+# BIN_DIR holds clmad-info, bench_*, example_hmlstm and tests/test_*
+# (copied from a build folder); LD_LIBRARY_PATH must reach libclblast and
+# libcriterion when the machine lacks them. Results go to OUT_DIR/results.
+# The H100 figures in bench/results were measured this way.
+set -u
+bin=$1
+out=$2
+what=${3:-all}
+icd=$(mktemp -d)
+echo libnvidia-opencl.so.1 > "$icd/nvidia.icd"
+mkdir -p "$out/results" "$icd/cache" "$icd/tmp"
+export OCL_ICD_VENDORS=$icd CLMAD_DEVICE= CLMAD_CACHE_DIR=$icd/cache CLMAD_TEST_TMP=$icd/tmp
+"$bin/clmad-info"
+status=0
+if [ "$what" != bench ]; then
+  for t in "$bin"/tests/test_*; do
+    start=$(date +%s)
+    "$t" --jobs 8 --short-filename > "$icd/test.log" 2>&1 || { status=1; tail -30 "$icd/test.log"; }
+    printf '%-24s %4d s  %s\n' "$(basename "$t")" $(( $(date +%s) - start )) "$(tail -1 "$icd/test.log")"
+  done
+  "$bin/example_hmlstm" > "$out/example_hmlstm.log" 2>&1 || status=1
+  tail -12 "$out/example_hmlstm.log"
+fi
+if [ "$what" != test ]; then
+  "$bin/bench_hmlstm" --dims 512,1024,2048,4096 --reps 15 --out "$out/results" || status=1
+  "$bin/bench_cell" 2048 20 "$out/results" || status=1
+  "$bin/bench_arity" --elements 16777216 --reps 9 --out "$out/results" || status=1
+fi
+exit $status

@@ -4,17 +4,22 @@
  * colliding file is detected) and a checksum of the payload (a corrupt or
  * truncated file is detected). Any doubt means: rebuild from source.
  * Files are written to a temporary name and renamed, so that concurrent
- * processes never read a half-written file.
+ * processes never read a half-written file. The temporary name holds the
+ * process id and a per-process serial number: two contexts on two threads
+ * may write the same program at once.
  */
 #include "context.h"
 #include "hash.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+static atomic_uint temp_serial;
 
 static const char MAGIC[8] = {'C', 'L', 'M', 'A', 'D', 'P', 'B', '1'};
 
@@ -137,7 +142,7 @@ int clmad__disk_cache_store(clmad_context *ctx, uint64_t key, uint64_t check, cl
 
     char path[4096], tmp[4200];
     cache_path(ctx, key, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    snprintf(tmp, sizeof tmp, "%s.%ld-%u.tmp", path, (long)getpid(), atomic_fetch_add(&temp_serial, 1u));
     FILE *f = fopen(tmp, "wb");
     int ok = f && fwrite(&h, sizeof h, 1, f) == 1 && fwrite(payload, 1, size, f) == size;
     if (f && fclose(f) != 0)

@@ -1,7 +1,7 @@
 /*
  * Kernels of the builtin operations that are not broadcasts: strided copies
  * (slice, concat, transpose, expand), deterministic reductions and the
- * accumulation of gradients. `real` comes from the prelude. Shapes and
+ * accumulation of gradients, and fills. `real` comes from the prelude. Shapes and
  * strides of up to 8 dimensions travel as ulong8 and are unpacked into
  * private arrays (vectors cannot be indexed by a variable in OpenCL C 1.2).
  */
@@ -102,4 +102,12 @@ __kernel void clmad_accumulate(__global real *restrict dst, __global const real 
     ulong e = get_global_id(0);
     if (e < n)
         dst[e] += src[e];
+}
+
+/* dst[0..n) = value (tensor fills and zeros; see clmad__fill). */
+__kernel void clmad_fill(__global real *dst, real value, ulong n)
+{
+    ulong e = get_global_id(0);
+    if (e < n)
+        dst[e] = value;
 }

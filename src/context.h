@@ -28,6 +28,7 @@ typedef enum clmad_ops_kernel_id {
     CLMAD_OPS_STRIDED_COPY,
     CLMAD_OPS_REDUCE_SUM,
     CLMAD_OPS_ACCUMULATE,
+    CLMAD_OPS_FILL,
     CLMAD_OPS_COUNT
 } clmad_ops_kernel_id;
 
@@ -68,6 +69,11 @@ clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_
 
 /* Enqueues a 1-d range of at least n work-items (rounded up to the group). */
 clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n);
+/* Sets the first n elements of `mem` (of dtype) to value, with a kernel
+ * rather than clEnqueueFillBuffer: Oclgrind (21.10) does not count a
+ * buffer fill as initialising memory, so its uninitialised-value checks of
+ * every kernel that reads a filled tensor would be false alarms. */
+clmad_status clmad__fill(clmad_context *ctx, cl_mem mem, clmad_dtype dtype, size_t n, double value);
 
 /* The message slot of ctx, or of this thread when ctx is NULL. */
 clmad_message *clmad__message_slot(const clmad_context *ctx);

@@ -8,6 +8,7 @@ static const char *const OPS_NAMES[CLMAD_OPS_COUNT] = {
     [CLMAD_OPS_STRIDED_COPY] = "clmad_strided_copy",
     [CLMAD_OPS_REDUCE_SUM] = "clmad_reduce_sum",
     [CLMAD_OPS_ACCUMULATE] = "clmad_accumulate",
+    [CLMAD_OPS_FILL] = "clmad_fill",
 };
 
 clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_kernel_id id,
@@ -52,4 +53,25 @@ clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n)
         return CLMAD_OK;
     cl_int err = clEnqueueNDRangeKernel(ctx->queue, kernel, 1, NULL, &global, NULL, 0, NULL, NULL);
     return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(ctx, err, "clEnqueueNDRangeKernel");
+}
+
+clmad_status clmad__fill(clmad_context *ctx, cl_mem mem, clmad_dtype dtype, size_t n, double value)
+{
+    if (n == 0)
+        return CLMAD_OK;
+    cl_kernel kernel;
+    clmad_status st = clmad__ops_kernel(ctx, dtype, CLMAD_OPS_FILL, &kernel);
+    if (st != CLMAD_OK)
+        return st;
+    float value_f = (float)value;
+    cl_ulong count = n;
+    cl_int err = clSetKernelArg(kernel, 0, sizeof mem, &mem);
+    if (err == CL_SUCCESS)
+        err = dtype == CLMAD_F32 ? clSetKernelArg(kernel, 1, sizeof value_f, &value_f)
+                                 : clSetKernelArg(kernel, 1, sizeof value, &value);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kernel, 2, sizeof count, &count);
+    if (err != CL_SUCCESS)
+        return clmad__fail_cl(ctx, err, "clSetKernelArg(clmad_fill)");
+    return clmad__enqueue_1d(ctx, kernel, n);
 }

@@ -52,12 +52,7 @@ static clmad_status gemm(clmad_context *ctx, int ta, int tb, size_t m, size_t n,
          * hold NaN, and 0 * NaN is NaN). */
         if (beta != 0.0)
             return CLMAD_OK;
-        double zero_d = 0.0;
-        float zero_f = 0.0f;
-        const void *pattern = c->dtype == CLMAD_F32 ? (const void *)&zero_f : (const void *)&zero_d;
-        cl_int err = clEnqueueFillBuffer(ctx->queue, c->mem, pattern, clmad_dtype_size(c->dtype), 0,
-                                         c->numel * clmad_dtype_size(c->dtype), 0, NULL, NULL);
-        return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(ctx, err, "clEnqueueFillBuffer");
+        return clmad__fill(ctx, c->mem, c->dtype, c->numel, 0.0);
     }
     if (atomic_load_explicit(&clblast_ready, memory_order_acquire)) {
         s = call_gemm(c->dtype, at, bt, m, n, k, a->mem, lda, b->mem, ldb, beta, c->mem, ldc, &ctx->queue);

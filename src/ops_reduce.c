@@ -163,16 +163,10 @@ clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *red
         return st;
     }
     if (src->numel == 0) {
-        cl_int err = CL_SUCCESS;
-        double zero = 0;
-        float zf = 0;
-        err = clEnqueueFillBuffer(ctx->queue, result->mem,
-                                  src->dtype == CLMAD_F64 ? (void *)&zero : (void *)&zf,
-                                  clmad_dtype_size(src->dtype), 0, clmad__tensor_bytes(result), 0,
-                                  NULL, NULL);
-        if (err != CL_SUCCESS) {
+        st = clmad__fill(ctx, result->mem, src->dtype, result->numel, 0.0);
+        if (st != CLMAD_OK) {
             clmad_tensor_release(result);
-            return clmad__fail_cl(ctx, err, "clEnqueueFillBuffer");
+            return st;
         }
         *out = result;
         return CLMAD_OK;

@@ -99,15 +99,10 @@ clmad_status clmad_tensor_fill(clmad_context *ctx, clmad_dtype dtype, int ndim,
     clmad_status st = tensor_alloc(ctx, dtype, ndim, shape, &t, out);
     if (st != CLMAD_OK)
         return st;
-    if (t->numel > 0) {
-        float f = (float)value;
-        const void *pattern = dtype == CLMAD_F32 ? (const void *)&f : (const void *)&value;
-        cl_int err = clEnqueueFillBuffer(ctx->queue, t->mem, pattern, clmad_dtype_size(dtype), 0,
-                                         clmad__tensor_bytes(t), 0, NULL, NULL);
-        if (err != CL_SUCCESS) {
-            clmad_tensor_release(t);
-            return clmad__fail_cl(ctx, err, "clEnqueueFillBuffer");
-        }
+    st = clmad__fill(ctx, t->mem, dtype, t->numel, value);
+    if (st != CLMAD_OK) {
+        clmad_tensor_release(t);
+        return st;
     }
     *out = t;
     return CLMAD_OK;

@@ -13,7 +13,7 @@
 #   valgrind  memcheck over the program and every worker it spawns
 #   oclgrind  the OpenCL calls go to Oclgrind (its ICD, in a vendors folder
 #             of its own under the build folder) with API checks, data-race
-#             and uninitialised-value detection
+#             and uninitialised-value detection, kernels unoptimised
 #   (empty)   the program runs as is
 #
 # Why log files: Criterion runs each test in a worker process and takes the
@@ -75,17 +75,21 @@ valgrind)
     ;;
 oclgrind)
     export OCL_ICD_VENDORS="$build/oclgrind-icd"
-    # Uninitialised-value tracking is off by default: the Oclgrind of
-    # Debian 12 (21.10) aborts in its Uninitialized plugin on LLVM's
+    # Uninitialised-value tracking needs unoptimised kernels: the Oclgrind
+    # of Debian 12 (21.10) aborts in its Uninitialized plugin on LLVM's
     # `freeze` instruction ("OCLGRIND FATAL ERROR (Uninitialized.cpp:1805)
     # Unsupported instruction: freeze"), which its clang emits for the
-    # index arithmetic of optimised kernels (clmad's and CLBlast's alike);
-    # with -cl-opt-disable the interpreter instead lacks the intrinsic
-    # llvm.experimental.noalias.scope.decl and cannot create the kernels.
-    # CLMAD_OCLGRIND_UNINITIALIZED=1 turns it on (an Oclgrind that knows
-    # `freeze`).
+    # index arithmetic of optimised kernels (clmad's and CLBlast's alike).
+    # So every program is built with -cl-opt-disable, and with
+    # CLMAD_NO_FORCE_INLINE: forced inlining of the dual-number functions
+    # (which return structs) emits llvm.experimental.noalias.scope.decl even
+    # at -O0, an intrinsic the interpreter lacks (cl/clmad_ad.clh).
+    # CLMAD_OCLGRIND_UNINITIALIZED=0 turns the tracking off again.
     export OCLGRIND_CHECK_API=1 OCLGRIND_DATA_RACES=1
-    export OCLGRIND_UNINITIALIZED=${CLMAD_OCLGRIND_UNINITIALIZED:-0}
+    export OCLGRIND_UNINITIALIZED=${CLMAD_OCLGRIND_UNINITIALIZED:-1}
+    export OCLGRIND_BUILD_OPTIONS="-cl-opt-disable -DCLMAD_NO_FORCE_INLINE ${OCLGRIND_BUILD_OPTIONS:-}"
+    # clmad's disk cache does not see these options: a folder of its own.
+    export CLMAD_CACHE_DIR="$build/clmad-cache-oclgrind-O0"
     # Oclgrind prints its findings on stderr and keeps the exit status;
     # keep a copy to look for them.
     "$@" 2> >(tee "$logs/stderr.log" >&2)

@@ -1,9 +1,10 @@
 /*
  * Kernels of the builtin operations that are not broadcasts: strided copies
  * (slice, concat, transpose, expand), deterministic reductions and the
- * accumulation of gradients, and fills. `real` comes from the prelude. Shapes and
- * strides of up to 8 dimensions travel as ulong8 and are unpacked into
- * private arrays (vectors cannot be indexed by a variable in OpenCL C 1.2).
+ * accumulation of gradients, and fills. `real` comes from the prelude.
+ * Shapes and strides of up to 8 dimensions travel as ulong8 and are unpacked
+ * into private arrays (vectors cannot be indexed by a variable in OpenCL C
+ * 1.2).
  */
 
 /* Element offset of linear index i over dims[0..nd) with the given strides

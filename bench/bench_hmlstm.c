@@ -1,6 +1,6 @@
 /*
  * bench_hmlstm: the paper's experiment. Forward + backward of
- * loss = sum(cell(z, zb, c, f, i, g) * w) with c, f, i, g dims x dims f32
+ * loss = sum(cell(z, zb, c, f, i, g) * w) (clmad_dot) with c, f, i, g dims x dims f32
  * requiring gradients and the controls z, zb of shape (1, dims), inactive.
  * Variants, side by side in one run on one device:
  *   store      fused mixed mode, partials stored in the forward pass
@@ -12,7 +12,9 @@
  * Controls "random" (branches mixed among neighbours) and "uniform" (each
  * control value repeated over 32 consecutive elements).
  * Usage: bench_hmlstm [--dims 512,1024,2048] [--reps N] [--out folder]
- * Writes <out>/<device>.hmlstm.json and .csv; progress on stderr.
+ * Writes <out>/<device>.hmlstm.json and .csv, with the kernels each variant
+ * launches and the bytes they move per run (clmad_context_stats; "passes" =
+ * bytes / (N * 4), N-element f32 arrays read or written); progress on stderr.
  */
 #include "bench_common.h"
 #include "embedded.h"
@@ -117,9 +119,9 @@ static void make_controls(setup *s, int uniform_controls)
     free(zbh);
 }
 
-static void run_1d(clmad_context *ctx, cl_kernel k, size_t n)
+static void run_1d(clmad_context *ctx, cl_kernel k, size_t n, uint64_t bytes)
 {
-    BENCH_CHECK(ctx, clmad__enqueue_1d(ctx, k, n));
+    BENCH_CHECK(ctx, clmad__enqueue_1d(ctx, k, n, bytes));
 }
 
 static clmad_tensor *unfused_cell(setup *s)
@@ -143,40 +145,43 @@ static clmad_tensor *unfused_cell(setup *s)
     return out;
 }
 
+/* Kernels launched and bytes moved by the last run of each variant. */
+static uint64_t g_kernels[NV], g_bytes[NV];
+
 /* One timed forward + backward (or forward / copy) of variant v. */
 static double run_variant(setup *s, int v)
 {
     clmad_context *ctx = s->ctx;
     size_t n = s->dims * s->dims;
+    clmad_stats s0, s1;
     clmad_finish(ctx);
+    clmad_context_stats(ctx, &s0);
     double t0 = bench_now();
     if (v == STORE || v == RECOMPUTE || v == UNFUSED) {
+        /* The policy of the cell (store, recompute) or of the chain of
+         * builtins (unfused: STORE, reverse mode keeping what it needs). */
         BENCH_CHECK(ctx, clmad_set_partials_policy(ctx, v == RECOMPUTE ? CLMAD_PARTIALS_RECOMPUTE
                                                                        : CLMAD_PARTIALS_STORE));
-        clmad_tensor *y, *yw, *loss;
+        clmad_tensor *y, *loss;
         if (v == UNFUSED) {
             y = unfused_cell(s);
         } else {
             clmad_tensor *in[6] = {s->z, s->zb, s->x[0], s->x[1], s->x[2], s->x[3]};
             BENCH_CHECK(ctx, clmad_broadcast(ctx, s->cell, in, &y));
         }
-        BENCH_CHECK(ctx, clmad_mul(ctx, y, s->w, &yw));
-        BENCH_CHECK(ctx, clmad_sum(ctx, yw, 0, NULL, 0, &loss));
+        BENCH_CHECK(ctx, clmad_dot(ctx, y, s->w, &loss));
         BENCH_CHECK(ctx, clmad_backward(ctx, loss, NULL));
         clmad_tensor_release(y);
-        clmad_tensor_release(yw);
         clmad_tensor_release(loss);
     } else if (v == HAND) {
         /* Forward kernel, the same loss, and the backward kernel with the
          * adjoint of the cell output, which is w for this loss. */
-        run_1d(ctx, s->hand_fwd, n);
-        clmad_tensor *yw, *loss;
+        run_1d(ctx, s->hand_fwd, n, 5 * 4 * (uint64_t)n);
+        clmad_tensor *loss;
         BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 0));
-        BENCH_CHECK(ctx, clmad_mul(ctx, s->hy, s->w, &yw));
-        BENCH_CHECK(ctx, clmad_sum(ctx, yw, 0, NULL, 0, &loss));
+        BENCH_CHECK(ctx, clmad_dot(ctx, s->hy, s->w, &loss));
         BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 1));
-        run_1d(ctx, s->hand_bwd, n);
-        clmad_tensor_release(yw);
+        run_1d(ctx, s->hand_bwd, n, 9 * 4 * (uint64_t)n);
         clmad_tensor_release(loss);
     } else if (v == PRIMAL) {
         BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 0));
@@ -185,10 +190,13 @@ static double run_variant(setup *s, int v)
         BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 1));
         clmad_tensor_release(y);
     } else {
-        run_1d(ctx, s->copy, n);
+        run_1d(ctx, s->copy, n, 2 * 4 * (uint64_t)n);
     }
     clmad_finish(ctx);
     double dt = bench_now() - t0;
+    clmad_context_stats(ctx, &s1);
+    g_kernels[v] = s1.kernels_launched - s0.kernels_launched;
+    g_bytes[v] = s1.bytes_moved - s0.bytes_moved;
     for (int k = 0; k < 4; k++)
         clmad_tensor_zero_grad(s->x[k]);
     return dt;
@@ -268,7 +276,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_hmlstm: cannot write into %s\n", outdir);
         return 1;
     }
-    fprintf(csv, "device,dims,controls,variant,median_ms,min_gbps\n");
+    fprintf(csv, "device,dims,controls,variant,median_ms,min_gbps,kernels,bytes,passes\n");
     fprintf(json, "{\n  \"benchmark\": \"hmlstm\",\n  \"device\": \"%s\",\n  \"platform\": \"%s\",\n"
                   "  \"driver\": \"%s\",\n  \"repetitions\": %d,\n  \"runs\": [",
             dev.name, dev.platform_name, dev.driver_version, reps);
@@ -308,12 +316,17 @@ int main(int argc, char **argv)
             }
             for (int v = 0; v < NV; v++) {
                 med[uc][v] = bench_median(t + v * reps, reps);
-                fprintf(csv, "\"%s\",%zu,%s,%s,%.4f,%.3f\n", dev.name, s.dims, uc ? "uniform" : "random",
-                        NAMES[v], med[uc][v] * 1e3, min_bytes(v) * n / med[uc][v] * 1e-9);
+                double passes = (double)g_bytes[v] / (4.0 * (double)n);
+                fprintf(csv, "\"%s\",%zu,%s,%s,%.4f,%.3f,%llu,%llu,%.2f\n", dev.name, s.dims,
+                        uc ? "uniform" : "random", NAMES[v], med[uc][v] * 1e3,
+                        min_bytes(v) * n / med[uc][v] * 1e-9, (unsigned long long)g_kernels[v],
+                        (unsigned long long)g_bytes[v], passes);
                 fprintf(json, "%s\n    {\"dims\": %zu, \"controls\": \"%s\", \"variant\": \"%s\", "
-                              "\"median_ms\": %.4f, \"min_gbps\": %.3f}",
+                              "\"median_ms\": %.4f, \"min_gbps\": %.3f, \"kernels\": %llu, "
+                              "\"bytes\": %llu, \"passes\": %.2f}",
                         first_run ? "" : ",", s.dims, uc ? "uniform" : "random", NAMES[v],
-                        med[uc][v] * 1e3, min_bytes(v) * n / med[uc][v] * 1e-9);
+                        med[uc][v] * 1e3, min_bytes(v) * n / med[uc][v] * 1e-9,
+                        (unsigned long long)g_kernels[v], (unsigned long long)g_bytes[v], passes);
                 first_run = 0;
             }
             free(t);
@@ -324,8 +337,9 @@ int main(int argc, char **argv)
             double best = fmin(m[STORE], m[RECOMPUTE]);
             printf("dims %zu, %s controls:\n", s.dims, uc ? "uniform" : "random");
             for (int v = 0; v < NV; v++)
-                printf("  %-10s %9.3f ms  %7.2f GB/s (minimal bytes)\n", NAMES[v], m[v] * 1e3,
-                       min_bytes(v) * n / m[v] * 1e-9);
+                printf("  %-10s %9.3f ms  %7.2f GB/s (minimal bytes)  %3llu kernels %6.2f passes\n",
+                       NAMES[v], m[v] * 1e3, min_bytes(v) * n / m[v] * 1e-9,
+                       (unsigned long long)g_kernels[v], (double)g_bytes[v] / (4.0 * (double)n));
             printf("  unfused/store %.2f  unfused/recompute %.2f  store/hand %.2f  recompute/hand %.2f\n",
                    m[UNFUSED] / m[STORE], m[UNFUSED] / m[RECOMPUTE], m[STORE] / m[HAND], m[RECOMPUTE] / m[HAND]);
             printf("  best fused/primal %.2f  best fused GB/s / copy GB/s %.2f\n", best / m[PRIMAL],

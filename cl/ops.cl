@@ -4,8 +4,10 @@
  * accumulation of gradients, and fills. `real` comes from the prelude.
  * Shapes and strides of up to 8 dimensions travel as ulong8 and are unpacked
  * into private arrays (vectors cannot be indexed by a variable in OpenCL C
- * 1.2).
+ * 1.2). No contraction into fma: clmad_dot must round like a product stored
+ * and then summed.
  */
+#pragma OPENCL FP_CONTRACT OFF
 
 /* Element offset of linear index i over dims[0..nd) with the given strides
  * (last dimension fastest). */
@@ -97,12 +99,39 @@ __kernel void clmad_reduce_sum(__global real *dst, __global const real *src, ulo
     dst[g] = acc;
 }
 
+/* Partial sums of a[q] * b[q] over q = p, p + parts, ... (clmad_dot): the
+ * first pass of clmad_reduce_sum over the product, added in the same order. */
+__kernel void clmad_dot_parts(__global real *restrict dst, __global const real *restrict a,
+                              __global const real *restrict b, ulong n, ulong parts)
+{
+    ulong p = get_global_id(0);
+    if (p >= parts)
+        return;
+    real acc = 0;
+    for (ulong q = p; q < n; q += parts) {
+        const real prod = a[q] * b[q];
+        acc += prod;
+    }
+    dst[p] = acc;
+}
+
 /* dst = dst + src, elementwise (gradient accumulation). */
 __kernel void clmad_accumulate(__global real *restrict dst, __global const real *restrict src, ulong n)
 {
     ulong e = get_global_id(0);
     if (e < n)
         dst[e] += src[e];
+}
+
+/* dst[e] = src[e * step] (* scale[0]): a lazy adjoint expanded (tape.c). The
+ * product is the one the broadcast kernels form from it (codegen.c). */
+__kernel void clmad_expand_scaled(__global real *restrict dst, __global const real *restrict src,
+                                  ulong step, __global const real *restrict scale, int scaled,
+                                  ulong n)
+{
+    ulong e = get_global_id(0);
+    if (e < n)
+        dst[e] = scaled ? src[e * step] * scale[0] : src[e * step];
 }
 
 /* dst[0..n) = value (tensor fills and zeros; see clmad__fill). */

@@ -168,6 +168,9 @@ typedef struct clmad_stats {
     uint64_t pool_misses;          /* allocations that went to the device */
     uint64_t tape_nodes;           /* nodes on the tape now */
     uint64_t tape_saved_bytes;     /* device bytes the tape keeps for backward (stored partials) */
+    uint64_t kernels_launched;     /* kernels clmad enqueued (its own; CLBlast's GEMMs not counted) */
+    uint64_t bytes_moved;          /* device bytes those kernels read and wrote, as planned: each
+                                      array element a kernel reads or writes counts once */
 } clmad_stats;
 
 /** Reads the counters of ctx. */
@@ -458,6 +461,18 @@ clmad_status clmad_compare(clmad_context *ctx, clmad_compare_op op, clmad_tensor
  */
 clmad_status clmad_sum(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
                        clmad_tensor **out);
+/**
+ * The sum over every element of a * b, as a 0-d tensor: the loss sum(y * w)
+ * without the product as a full-size temporary, and with a backward that
+ * passes s * w and s * y on lazily (a broadcast kernel reads w and the
+ * scalar s directly; nothing of a's or b's size is written). Bitwise equal
+ * to clmad_sum(clmad_mul(a, b)) (same rounding and order of additions).
+ * a and b must have the same shape and dtype. Recorded when either needs a
+ * gradient. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, another context),
+ * CLMAD_ERR_SHAPE (shapes differ), CLMAD_ERR_DTYPE (dtypes differ),
+ * CLMAD_ERR_UNSUPPORTED (f64 on a device without it).
+ */
+clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
 /** Mean over axes, as clmad_sum. */
 clmad_status clmad_mean(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
                         clmad_tensor **out);

@@ -34,6 +34,11 @@ clmad_status clmad_set_chunk_cap(clmad_context *ctx, int cap)
     return CLMAD_OK;
 }
 
+int clmad__items_per_work_item(const clmad_context *ctx)
+{
+    return ctx->item_loop ? CLMAD_CPU_ITEMS_PER_WORK_ITEM : 1;
+}
+
 /* Checks the arguments common to every broadcast call and plans the shapes. */
 clmad_status clmad__bcast_check_and_plan(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
                                    const char *call, clmad_bcast_plan *plan)
@@ -75,8 +80,13 @@ void clmad__bcast_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, c
     v->dtype = dtype;
     v->n_inputs = k->n_inputs;
     v->n_outputs = k->n_outputs;
-    v->nd = plan->any_strided ? plan->nd : 0;
+    v->nd = plan->any_strided && mode != CLMAD_MODE_STORED ? plan->nd : 0;
     v->write_values = 1;
+    v->items = clmad__items_per_work_item(k->ctx);
+    if (mode != CLMAD_MODE_STORED && v->items > 1 && plan->any_strided) {
+        size_t last = plan->dims[plan->nd - 1], items = (size_t)v->items;
+        v->row_runs = last % items == 0 ? CLMAD_ROWS_ALIGNED : last > items ? CLMAD_ROWS_CROSSING : 0;
+    }
     for (int j = 0; j < k->n_inputs; j++) {
         v->access[j] = (char)plan->access[j];
         v->slot[j] = mode == CLMAD_MODE_PARTIALS || mode == CLMAD_MODE_VJP ? -1 : 0;
@@ -115,8 +125,42 @@ static clmad_status set_arg(clmad_context *ctx, cl_kernel kern, cl_uint *i, size
     return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(ctx, err, "clSetKernelArg");
 }
 
+/* Device bytes a launch of v reads and writes: each array once per element
+ * it touches (a broadcast input by its own size), for the stats. */
+static uint64_t launch_bytes(const clmad_variant *v, const clmad_bcast_plan *plan,
+                             const clmad_launch_args *a)
+{
+    uint64_t n = plan->numel, arrays = 0, small = 0;
+    if (v->mode == CLMAD_MODE_VJP || v->mode == CLMAD_MODE_STORED) {
+        for (int o = 0; o < v->n_outputs; o++)
+            if (v->adj_mask & (1u << o)) {
+                if (v->adj_scalar & (1u << o))
+                    small++;
+                else
+                    arrays++;
+                small += (v->adj_scaled >> o) & 1u;
+                if (v->mode == CLMAD_MODE_STORED)
+                    arrays += (uint64_t)v->K;
+            }
+        for (int s = 0; s < v->K; s++)
+            arrays += v->accumulate[s] ? 2 : 1;
+    } else {
+        arrays += (uint64_t)v->n_outputs * (v->write_values ? 1 : 0);
+        if (v->mode == CLMAD_MODE_PARTIALS)
+            arrays += (uint64_t)v->n_outputs * (uint64_t)v->K;
+        if (v->mode == CLMAD_MODE_JVP)
+            arrays += (uint64_t)v->n_outputs;
+    }
+    if (v->mode != CLMAD_MODE_STORED)
+        for (int j = 0; j < v->n_inputs; j++) {
+            uint64_t size = v->access[j] == CLMAD_ACCESS_FULL ? n : a->inputs[j]->numel;
+            small += size * (v->mode == CLMAD_MODE_JVP && v->slot[j] ? 2 : 1);
+        }
+    return (arrays * n + small) * clmad_dtype_size(v->dtype);
+}
+
 clmad_status clmad__bcast_launch(clmad_kernel *k, const clmad_variant *v, const clmad_bcast_plan *plan,
-                           const clmad_launch_args *a)
+                                 const clmad_launch_args *a)
 {
     clmad_context *ctx = k->ctx;
     cl_kernel kern;
@@ -125,42 +169,54 @@ clmad_status clmad__bcast_launch(clmad_kernel *k, const clmad_variant *v, const 
         return st;
     cl_uint i = 0;
     cl_ulong n = plan->numel;
+    int backward = v->mode == CLMAD_MODE_VJP || v->mode == CLMAD_MODE_STORED;
     st = set_arg(ctx, kern, &i, sizeof n, &n);
-    if (v->mode == CLMAD_MODE_VJP) {
+    if (backward) {
         for (int o = 0; o < v->n_outputs && st == CLMAD_OK; o++)
-            if (v->adj_mask & (1u << o))
+            if (v->adj_mask & (1u << o)) {
                 st = set_arg(ctx, kern, &i, sizeof(cl_mem), &a->values[o]->mem);
+                if (st == CLMAD_OK && (v->adj_scaled & (1u << o)))
+                    st = set_arg(ctx, kern, &i, sizeof(cl_mem), &a->adj_scales[o]->mem);
+            }
         for (int s = 0; s < v->K && st == CLMAD_OK; s++)
             st = set_arg(ctx, kern, &i, sizeof(cl_mem), &a->derivs[s]->mem);
     }
-    for (int o = 0; o < v->n_outputs && st == CLMAD_OK && v->mode != CLMAD_MODE_VJP; o++)
+    for (int o = 0; o < v->n_outputs && st == CLMAD_OK && !backward; o++)
         st = set_arg(ctx, kern, &i, sizeof(cl_mem), &a->values[o]->mem);
     int n_derivs = v->mode == CLMAD_MODE_PARTIALS ? v->n_outputs * v->K
                    : v->mode == CLMAD_MODE_JVP    ? v->n_outputs
                                                   : 0;
     for (int d = 0; d < n_derivs && st == CLMAD_OK; d++)
         st = set_arg(ctx, kern, &i, sizeof(cl_mem), &a->derivs[d]->mem);
-    for (int j = 0; j < v->n_inputs && st == CLMAD_OK; j++)
-        st = set_arg(ctx, kern, &i, sizeof(cl_mem), &a->inputs[j]->mem);
-    if (v->mode == CLMAD_MODE_JVP)
+    if (v->mode == CLMAD_MODE_STORED) {
+        for (int o = 0; o < v->n_outputs && st == CLMAD_OK; o++)
+            if (v->adj_mask & (1u << o))
+                for (int s = 0; s < v->K && st == CLMAD_OK; s++)
+                    st = set_arg(ctx, kern, &i, sizeof(cl_mem), &a->stored[o * v->K + s]->mem);
+    } else {
         for (int j = 0; j < v->n_inputs && st == CLMAD_OK; j++)
-            if (v->slot[j])
-                st = set_arg(ctx, kern, &i, sizeof(cl_mem), &a->tangents[j]->mem);
-    if (plan->any_strided) {
-        for (int d = 0; d < plan->nd && st == CLMAD_OK; d++) {
-            cl_ulong dim = plan->dims[d];
-            st = set_arg(ctx, kern, &i, sizeof dim, &dim);
+            st = set_arg(ctx, kern, &i, sizeof(cl_mem), &a->inputs[j]->mem);
+        if (v->mode == CLMAD_MODE_JVP)
+            for (int j = 0; j < v->n_inputs && st == CLMAD_OK; j++)
+                if (v->slot[j])
+                    st = set_arg(ctx, kern, &i, sizeof(cl_mem), &a->tangents[j]->mem);
+        if (plan->any_strided) {
+            for (int d = 0; d < plan->nd && st == CLMAD_OK; d++) {
+                cl_ulong dim = plan->dims[d];
+                st = set_arg(ctx, kern, &i, sizeof dim, &dim);
+            }
+            for (int j = 0; j < v->n_inputs; j++)
+                if (plan->access[j] == CLMAD_ACCESS_STRIDED)
+                    for (int d = 0; d < plan->nd && st == CLMAD_OK; d++) {
+                        cl_ulong s = plan->strides[j][d];
+                        st = set_arg(ctx, kern, &i, sizeof s, &s);
+                    }
         }
-        for (int j = 0; j < v->n_inputs; j++)
-            if (plan->access[j] == CLMAD_ACCESS_STRIDED)
-                for (int d = 0; d < plan->nd && st == CLMAD_OK; d++) {
-                    cl_ulong s = plan->strides[j][d];
-                    st = set_arg(ctx, kern, &i, sizeof s, &s);
-                }
     }
     if (st != CLMAD_OK)
         return st;
-    return clmad__enqueue_1d(ctx, kern, plan->numel);
+    size_t items = (size_t)v->items;
+    return clmad__enqueue_1d(ctx, kern, (plan->numel + items - 1) / items, launch_bytes(v, plan, a));
 }
 
 clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
@@ -183,7 +239,7 @@ clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *
     if (plan.numel > 0) {
         clmad_variant v;
         clmad__bcast_variant(k, &plan, dtype, CLMAD_MODE_PRIMAL, &v);
-        clmad_launch_args a = {values, NULL, inputs, NULL};
+        clmad_launch_args a = {.values = values, .inputs = inputs};
         st = clmad__bcast_launch(k, &v, &plan, &a);
         if (st != CLMAD_OK) {
             clmad__release_all(values, k->n_outputs);
@@ -226,7 +282,7 @@ clmad_status clmad__bcast_run_partials(clmad_kernel *k, const clmad_bcast_plan *
     if (st == CLMAD_OK && plan->numel > 0 && n_active == 0) {
         clmad_variant v;
         clmad__bcast_variant(k, plan, dtype, CLMAD_MODE_PRIMAL, &v);
-        clmad_launch_args a = {values, NULL, inputs, NULL};
+        clmad_launch_args a = {.values = values, .inputs = inputs};
         st = clmad__bcast_launch(k, &v, plan, &a);
     }
     int size = n_active ? clmad__chunk_size(n_active, clmad_chunk_cap(ctx)) : 0;
@@ -243,7 +299,7 @@ clmad_status clmad__bcast_run_partials(clmad_kernel *k, const clmad_bcast_plan *
             for (int o = 0; o < n_out; o++)
                 chunk_parts[o * K + s] = parts[o * n_in + j];
         }
-        clmad_launch_args a = {values, chunk_parts, inputs, NULL};
+        clmad_launch_args a = {.values = values, .derivs = chunk_parts, .inputs = inputs};
         st = clmad__bcast_launch(k, &v, plan, &a);
     }
     if (st != CLMAD_OK) {
@@ -309,7 +365,7 @@ clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, clmad_tens
         v.K = 1;
         for (int j = 0; j < k->n_inputs; j++)
             v.slot[j] = tangents[j] != NULL;
-        clmad_launch_args a = {values, dvalues, inputs, tangents};
+        clmad_launch_args a = {.values = values, .derivs = dvalues, .inputs = inputs, .tangents = tangents};
         st = clmad__bcast_launch(k, &v, &plan, &a);
     }
     if (st != CLMAD_OK) {

@@ -1,8 +1,9 @@
 /*
  * Broadcast nodes on the tape, with the partials policies of DESIGN.md 5:
- * STORE keeps the partials of the forward dual kernel; RECOMPUTE runs the
- * primal forward and, in backward, one dual kernel per chunk fused with the
- * multiply by the output adjoints and the accumulation. Both form each
+ * STORE keeps the partials of the forward dual kernel and, in backward,
+ * multiplies them by the output adjoints in one kernel per chunk; RECOMPUTE
+ * runs the primal forward and, in backward, one dual kernel per chunk fused
+ * with the multiply by the output adjoints and the accumulation. Both form each
  * input adjoint with the same expression, sum_o adj_o * partial_o, so they
  * agree bitwise; broadcast-expanded inputs are then reduced to their shape
  * in a fixed order (ops_reduce.c).
@@ -63,6 +64,9 @@ static clmad_status target_open(clmad_context *ctx, clmad_node *node, bcast_data
     t->j = j;
     t->slot = clmad__adjoint_slot(ctx, node, j);
     clmad_tensor *x = node->inputs[j];
+    clmad_status st = clmad__settle_adjoint_slot(ctx, node, j);
+    if (st != CLMAD_OK)
+        return st;
     if (direct_target(node, d, j) && *t->slot) {
         t->tensor = *t->slot;
         t->accumulate = 1;
@@ -94,62 +98,52 @@ static clmad_status target_close(clmad_context *ctx, clmad_node *node, grad_targ
     return st == CLMAD_OK ? clmad__accumulate_input(ctx, node, t->j, g) : st;
 }
 
-static clmad_status store_backward(clmad_context *ctx, clmad_node *node, bcast_data *d)
-{
-    int n_in = node->n_inputs, n_out = node->n_outputs;
-    clmad_status st = CLMAD_OK;
-    for (int j = 0; j < n_in && st == CLMAD_OK; j++) {
-        if (!d->active[j] || !clmad__adjoint_slot(ctx, node, j))
-            continue;
-        clmad_tensor *adj[CLMAD_MAX_OUTPUTS], *parts[CLMAD_MAX_OUTPUTS];
-        int terms = 0;
-        for (int o = 0; o < n_out; o++)
-            if (node->out_adj[o]) {
-                adj[terms] = node->out_adj[o];
-                parts[terms++] = d->partials[o * n_in + j];
-            }
-        grad_target t;
-        st = target_open(ctx, node, d, j, &t);
-        if (st != CLMAD_OK)
-            return st;
-        st = clmad__vjp_store(ctx, t.tensor, t.accumulate, terms, adj, parts);
-        st = target_close(ctx, node, &t, st);
-    }
-    return st;
-}
-
-static clmad_status recompute_backward(clmad_context *ctx, clmad_node *node, bcast_data *d)
+/* Both policies' backward: per chunk of at most the chunk cap of active
+ * inputs, ONE kernel reads each output adjoint once (lazy ones as they are:
+ * one value, or times a scale) and writes or accumulates every gradient of
+ * the chunk; RECOMPUTE forms the partials with the dual kernel, STORE reads
+ * those of the forward pass. */
+static clmad_status chunked_backward(clmad_context *ctx, clmad_node *node, bcast_data *d)
 {
     clmad_kernel *k = d->k;
+    int n_in = node->n_inputs, n_out = node->n_outputs;
     int act[CLMAD_MAX_INPUTS], n_act = 0;
-    for (int j = 0; j < node->n_inputs; j++)
+    for (int j = 0; j < n_in; j++)
         if (d->active[j] && clmad__adjoint_slot(ctx, node, j))
             act[n_act++] = j;
-    unsigned mask = 0;
-    for (int o = 0; o < node->n_outputs; o++)
-        if (node->out_adj[o])
+    unsigned mask = 0, scalar = 0, scaled = 0;
+    for (int o = 0; o < n_out; o++)
+        if (node->out_adj[o]) {
             mask |= 1u << o;
+            scalar |= (unsigned)node->out_adj_scalar[o] << o;
+            scaled |= (unsigned)(node->out_adj_scale[o] != NULL) << o;
+        }
     int size = clmad__chunk_size(n_act, clmad_chunk_cap(ctx));
     clmad_status st = CLMAD_OK;
     for (int first = 0; st == CLMAD_OK && first < n_act; first += size) {
         int K = n_act - first < size ? n_act - first : size;
         clmad_variant v;
-        clmad__bcast_variant(k, &d->plan, node->dtype, CLMAD_MODE_VJP, &v);
+        clmad__bcast_variant(k, &d->plan, node->dtype, d->store ? CLMAD_MODE_STORED : CLMAD_MODE_VJP, &v);
         v.K = K;
         v.write_values = 0;
         v.adj_mask = mask;
+        v.adj_scalar = scalar;
+        v.adj_scaled = scaled;
         grad_target t[CLMAD_MAX_INPUTS];
         clmad_tensor *targets[CLMAD_MAX_INPUTS];
+        clmad_tensor *stored[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS] = {0};
         int opened = 0;
         for (int s = 0; s < K && st == CLMAD_OK; s++, opened++) {
             int j = act[first + s];
             v.slot[j] = (signed char)s;
+            for (int o = 0; o < n_out; o++)
+                stored[o * K + s] = d->partials[o * n_in + j];
             st = target_open(ctx, node, d, j, &t[s]);
             targets[s] = t[s].tensor;
             v.accumulate[s] = (char)t[s].accumulate;
         }
         if (st == CLMAD_OK) {
-            clmad_launch_args a = {node->out_adj, targets, node->inputs, NULL};
+            clmad_launch_args a = {node->out_adj, targets, node->inputs, NULL, node->out_adj_scale, stored};
             st = clmad__bcast_launch(k, &v, &d->plan, &a);
         } else {
             opened--; /* the failed target released itself */
@@ -165,7 +159,7 @@ static clmad_status bcast_backward(clmad_context *ctx, clmad_node *node)
     bcast_data *d = node->data;
     if (d->plan.numel == 0)
         return CLMAD_OK;
-    return d->store ? store_backward(ctx, node, d) : recompute_backward(ctx, node, d);
+    return chunked_backward(ctx, node, d);
 }
 
 static int choose_store(const clmad_context *ctx, const clmad_bcast_plan *plan, int n_active,
@@ -211,7 +205,7 @@ clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tens
         if (st == CLMAD_OK && plan->numel > 0) {
             clmad_variant v;
             clmad__bcast_variant(k, plan, dtype, CLMAD_MODE_PRIMAL, &v);
-            clmad_launch_args a = {values, NULL, inputs, NULL};
+            clmad_launch_args a = {.values = values, .inputs = inputs};
             st = clmad__bcast_launch(k, &v, plan, &a);
             if (st != CLMAD_OK)
                 clmad__release_all(values, k->n_outputs);
@@ -232,6 +226,7 @@ clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tens
     k->refcount++;
     d->k = k;
     node->data = d;
+    node->lazy_adjoints = 1;
     node->free_data = bcast_free;
     if (d->store) {
         for (int i = 0; i < k->n_outputs * k->n_inputs; i++)

@@ -10,8 +10,12 @@ typedef enum clmad_mode {
     CLMAD_MODE_PRIMAL = 'V',    /* values only (T = real) */
     CLMAD_MODE_PARTIALS = 'P',  /* values + the partials of this chunk's inputs */
     CLMAD_MODE_JVP = 'J',       /* values + one directional derivative */
-    CLMAD_MODE_VJP = 'G'        /* backward: per chunk slot s, g_s (+)= sum_o adj_o * d out_o/d slot s */
+    CLMAD_MODE_VJP = 'G',       /* backward: per chunk slot s, g_s (+)= sum_o adj_o * d out_o/d slot s */
+    CLMAD_MODE_STORED = 'S'     /* STORE backward: as VJP, with stored partials p_o_s for the
+                                   derivatives (no inputs, no user function) */
 } clmad_mode;
+
+enum { CLMAD_ROWS_CROSSING = 1, CLMAD_ROWS_ALIGNED = 2 };
 
 /* Everything that changes the generated source, and nothing else: shapes
  * and strides are kernel arguments, so one variant serves every size. */
@@ -25,15 +29,21 @@ typedef struct clmad_variant {
     signed char slot[CLMAD_MAX_INPUTS]; /* PARTIALS: slot seeded by input j, or -1;
                                            JVP: 1 if input j has a tangent, else 0 */
     int write_values;                   /* 0 for the second and later chunks */
-    unsigned adj_mask;                  /* VJP: bit o set when output o has an adjoint */
+    unsigned adj_mask;                  /* VJP, STORED: bit o set when output o has an adjoint */
+    unsigned adj_scalar;                /* bit o: adjoint o is one value for every element */
+    unsigned adj_scaled;                /* bit o: adjoint o is times a one-element scale tensor */
     char accumulate[CLMAD_MAX_INPUTS];  /* VJP: per slot, 1: g_s += ..., 0: g_s = ... */
+    int items;                          /* elements per work-item: 1, or a loop of `items` */
+    int row_runs;                       /* items > 1, strided inputs, and the last collapsed
+                                           dimension holds at least `items`: index by rows
+                                           (CLMAD_ROWS_*); 0: coordinates per element */
 } clmad_variant;
 
 /* A short text that identifies the variant (the key of a kernel's variant list). */
 void clmad__variant_key(const clmad_variant *v, char *buf, size_t cap);
 
 /* Appends the complete program for v: prelude, vocabulary, the user's source
- * under `#line 1 "source"`, and the wrapper kernel `clmad_bcast`.
+ * under `#line 1 "source"`, and the wrapper kernel (clmad__kernel_name).
  * force_inline wraps the user's source in a clang pragma that makes its
  * functions always_inline (only where the compiler takes it: context.c).
  * Returns the line of the program that holds the user's line 1, for
@@ -47,12 +57,9 @@ int clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char
  * failure. NVIDIA's compiler ignores #line. */
 char *clmad__map_build_log(const char *log, int first_line, int n_lines);
 
-/* Appends the kernel `clmad_vjp_store` for the STORE policy's backward:
- * g = (g +) sum over the n_terms adjoints a_t of a_t * p_t, with the same
- * expression as the VJP mode so that both policies agree bitwise. */
-void clmad__generate_vjp_store(clmad_strbuf *sb, clmad_dtype dtype, int n_terms, int accumulate);
-
-/* Name of the generated kernel. */
-#define CLMAD_BCAST_KERNEL_NAME "clmad_bcast"
+/* Name of the generated kernel: clmad_bcast_<mode> (primal, partials, jvp,
+ * vjp, stored), so that profilers and POCL's kernel cache tell them apart
+ * (scripts/check-vector.sh reads the latter). */
+const char *clmad__kernel_name(clmad_mode mode);
 
 #endif

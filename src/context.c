@@ -103,6 +103,8 @@ clmad_status clmad_context_create(const clmad_options *options, clmad_context **
      * `#pragma clang attribute` (codegen.c); others get no pragma. */
     ctx->inline_pragma = strstr(dev.info.platform_name, "Portable Computing Language") != NULL ||
                          strstr(dev.info.platform_name, "rusticl") != NULL;
+    ctx->item_loop = dev.info.type == CLMAD_DEVICE_CPU &&
+                     strstr(dev.info.platform_name, "Portable Computing Language") != NULL;
 
     cl_int err;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev.platform, 0};

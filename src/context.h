@@ -29,6 +29,8 @@ typedef enum clmad_ops_kernel_id {
     CLMAD_OPS_REDUCE_SUM,
     CLMAD_OPS_ACCUMULATE,
     CLMAD_OPS_FILL,
+    CLMAD_OPS_EXPAND_SCALED,
+    CLMAD_OPS_DOT_PARTS,
     CLMAD_OPS_COUNT
 } clmad_ops_kernel_id;
 
@@ -52,6 +54,8 @@ struct clmad_context {
     int fp64;                       /* fp64 usable: device has it and not disabled */
     int inline_pragma;              /* the compiler takes `#pragma clang attribute` with
                                        always_inline (POCL, rusticl) */
+    int item_loop;                  /* generated kernels loop over a run of elements per
+                                       work-item (POCL on CPUs: kernel.h) */
     char *cache_dir;                /* on-disk program cache folder, NULL if off */
     clmad_program_cache programs;
     clmad_buffer_pool pool;
@@ -67,8 +71,13 @@ struct clmad_context {
 clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_kernel_id id,
                                cl_kernel *kernel);
 
-/* Enqueues a 1-d range of at least n work-items (rounded up to the group). */
-clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n);
+/* Sets arguments 0..n-1 of k (sizes[i] bytes at values[i]). */
+clmad_status clmad__set_kernel_args(clmad_context *ctx, cl_kernel k, int n, const size_t *sizes,
+                                    const void *const *values);
+
+/* Enqueues a 1-d range of at least n work-items (rounded up to the group)
+ * and counts it in the stats with the bytes it reads and writes. */
+clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n, uint64_t bytes);
 /* Sets the first n elements of `mem` (of dtype) to value, with a kernel
  * rather than clEnqueueFillBuffer: Oclgrind (21.10) does not count a
  * buffer fill as initialising memory, so its uninitialised-value checks of

@@ -74,7 +74,7 @@ clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_k
     if (!kv)
         return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory caching a kernel");
     cl_int err;
-    kv->kernel = clCreateKernel(program, CLMAD_BCAST_KERNEL_NAME, &err);
+    kv->kernel = clCreateKernel(program, clmad__kernel_name(v->mode), &err);
     if (err != CL_SUCCESS) {
         free(kv);
         return clmad__fail_cl(ctx, err, "clCreateKernel");
@@ -128,6 +128,7 @@ clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const c
     v.n_inputs = n_inputs;
     v.n_outputs = n_outputs;
     v.write_values = 1;
+    v.items = clmad__items_per_work_item(ctx);
     for (int j = 0; j < n_inputs; j++) {
         v.access[j] = CLMAD_ACCESS_FULL;
         v.slot[j] = -1;

@@ -21,13 +21,27 @@ struct clmad_kernel {
 
 /* Tensors handed to a generated kernel (see the argument order in codegen.c). */
 typedef struct clmad_launch_args {
-    clmad_tensor **values;         /* PRIMAL/PARTIALS/JVP: n_outputs outputs; VJP: the adjoints
-                                      (entries whose adj_mask bit is clear are ignored) */
+    clmad_tensor **values;         /* PRIMAL/PARTIALS/JVP: n_outputs outputs; VJP, STORED: the
+                                      adjoints (entries whose adj_mask bit is clear are ignored) */
     clmad_tensor **derivs;         /* PARTIALS: n_outputs * K (output-major); JVP: n_outputs;
-                                      VJP: K gradient targets */
-    clmad_tensor *const *inputs;   /* n_inputs */
+                                      VJP, STORED: K gradient targets */
+    clmad_tensor *const *inputs;   /* n_inputs (not read by STORED) */
     clmad_tensor *const *tangents; /* JVP only: n_inputs, NULL entries skipped */
+    clmad_tensor **adj_scales;     /* VJP, STORED: per output, the scale of a scaled adjoint */
+    clmad_tensor **stored;         /* STORED: the partials, n_outputs * K (output-major) */
 } clmad_launch_args;
+
+/* Elements per work-item of the generated kernels on POCL's CPU devices: the
+ * kernel loops over a run of consecutive elements, and clang vectorises that
+ * loop while it compiles the work-item function. Left to POCL, the loop over
+ * work-items would be vectorised only later, and not at all once the SLP
+ * vectoriser has packed a few scalar operations of one element (the two
+ * sigmoids of an LSTM cell are enough): "loop not vectorized: instruction
+ * return type cannot be vectorized". GPUs, and implementations that vectorise
+ * across work-items themselves (rusticl on llvmpipe), keep one element per
+ * work-item. */
+#define CLMAD_CPU_ITEMS_PER_WORK_ITEM 32
+int clmad__items_per_work_item(const clmad_context *ctx);
 
 /* Checks the arguments of a broadcast call (`call` names it in messages)
  * and plans the shapes. */

@@ -23,11 +23,11 @@ clmad_status clmad__strided_copy(clmad_context *ctx, clmad_tensor *dst, size_t d
                                  const size_t *src_strides, int nd, const size_t *dims, double scale,
                                  int accumulate);
 
+/* How many partial sums per kept element the first pass of clmad__reduce
+ * makes (the order of its additions; clmad_dot follows it). */
+size_t clmad__reduce_parts(size_t n_keep, size_t n_red);
+
 /* Row-major contiguous strides of a shape. */
 void clmad__contiguous_strides(int ndim, const size_t *shape, size_t *strides);
-
-/* g (+)= sum_t adj[t] * partials[t] (STORE backward; see codegen.h). */
-clmad_status clmad__vjp_store(clmad_context *ctx, clmad_tensor *g, int accumulate, int n_terms,
-                              clmad_tensor **adj, clmad_tensor **partials);
 
 #endif

@@ -9,6 +9,8 @@ static const char *const OPS_NAMES[CLMAD_OPS_COUNT] = {
     [CLMAD_OPS_REDUCE_SUM] = "clmad_reduce_sum",
     [CLMAD_OPS_ACCUMULATE] = "clmad_accumulate",
     [CLMAD_OPS_FILL] = "clmad_fill",
+    [CLMAD_OPS_EXPAND_SCALED] = "clmad_expand_scaled",
+    [CLMAD_OPS_DOT_PARTS] = "clmad_dot_parts",
 };
 
 clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_kernel_id id,
@@ -45,13 +47,28 @@ clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_
     return CLMAD_OK;
 }
 
-clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n)
+clmad_status clmad__set_kernel_args(clmad_context *ctx, cl_kernel k, int n, const size_t *sizes,
+                                    const void *const *values)
+{
+    for (int i = 0; i < n; i++) {
+        cl_int err = clSetKernelArg(k, (cl_uint)i, sizes[i], values[i]);
+        if (err != CL_SUCCESS)
+            return clmad__fail_cl(ctx, err, "clSetKernelArg");
+    }
+    return CLMAD_OK;
+}
+
+clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n, uint64_t bytes)
 {
     const size_t group = 64;
     size_t global = (n + group - 1) / group * group;
     if (global == 0)
         return CLMAD_OK;
     cl_int err = clEnqueueNDRangeKernel(ctx->queue, kernel, 1, NULL, &global, NULL, 0, NULL, NULL);
+    if (err == CL_SUCCESS) {
+        ctx->stats.kernels_launched++;
+        ctx->stats.bytes_moved += bytes;
+    }
     return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(ctx, err, "clEnqueueNDRangeKernel");
 }
 
@@ -73,5 +90,5 @@ clmad_status clmad__fill(clmad_context *ctx, cl_mem mem, clmad_dtype dtype, size
         err = clSetKernelArg(kernel, 2, sizeof count, &count);
     if (err != CL_SUCCESS)
         return clmad__fail_cl(ctx, err, "clSetKernelArg(clmad_fill)");
-    return clmad__enqueue_1d(ctx, kernel, n);
+    return clmad__enqueue_1d(ctx, kernel, n, (uint64_t)n * clmad_dtype_size(dtype));
 }

@@ -26,17 +26,6 @@ static cl_ulong8 pack8(int n, const size_t *v)
     return p;
 }
 
-static clmad_status set_args(clmad_context *ctx, cl_kernel k, int n, const size_t *sizes,
-                             const void *const *values)
-{
-    for (int i = 0; i < n; i++) {
-        cl_int err = clSetKernelArg(k, (cl_uint)i, sizes[i], values[i]);
-        if (err != CL_SUCCESS)
-            return clmad__fail_cl(ctx, err, "clSetKernelArg");
-    }
-    return CLMAD_OK;
-}
-
 clmad_status clmad__strided_copy(clmad_context *ctx, clmad_tensor *dst, size_t dst_off,
                                  const size_t *dst_strides, clmad_tensor *src, size_t src_off,
                                  const size_t *src_strides, int nd, const size_t *dims, double scale,
@@ -86,8 +75,10 @@ clmad_status clmad__strided_copy(clmad_context *ctx, clmad_tensor *dst, size_t d
                             f64 ? sizeof scale : sizeof sf, sizeof acc};
     const void *values[] = {&dst->mem, &src->mem, &nn, &ndim, &d8, &ds8, &ss8, &doff, &soff,
                             f64 ? (const void *)&scale : (const void *)&sf, &acc};
-    st = set_args(ctx, k, 11, sizes, values);
-    return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, n) : st;
+    st = clmad__set_kernel_args(ctx, k, 11, sizes, values);
+    /* Each element read once and written once (twice when accumulating). */
+    uint64_t bytes = (uint64_t)n * clmad_dtype_size(dst->dtype) * (accumulate ? 3 : 2);
+    return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, n, bytes) : st;
 }
 
 /* One pass of clmad_reduce_sum: dst[m * parts + p] = partial sums. */
@@ -106,8 +97,9 @@ static clmad_status reduce_pass(clmad_context *ctx, cl_mem dst, cl_mem src, clma
     const size_t sizes[] = {sizeof dst, sizeof src, sizeof keep, sizeof red, sizeof np, sizeof nk32,
                             sizeof kd, sizeof kst, sizeof nr32, sizeof rd, sizeof rst};
     const void *values[] = {&dst, &src, &keep, &red, &np, &nk32, &kd, &kst, &nr32, &rd, &rst};
-    st = set_args(ctx, k, 11, sizes, values);
-    return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, n_keep * parts) : st;
+    st = clmad__set_kernel_args(ctx, k, 11, sizes, values);
+    uint64_t bytes = (uint64_t)(n_keep * n_red + n_keep * parts) * clmad_dtype_size(dtype);
+    return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, n_keep * parts, bytes) : st;
 }
 
 /* How many partial sums per kept element a pass makes. A work-item's
@@ -116,7 +108,7 @@ static clmad_status reduce_pass(clmad_context *ctx, cl_mem dst, cl_mem src, clma
  * GPUs busy; the passes repeat until one value is left, and the last one
  * adds at most 64 values in a row. (With 65536 work-items of 64 elements and
  * a last pass of 1024 values, a sum of 2048 x 2048 took 0.12 ms on an H100.) */
-static size_t reduce_parts(size_t n_keep, size_t n_red)
+size_t clmad__reduce_parts(size_t n_keep, size_t n_red)
 {
     if (n_red <= 64 || n_keep >= ((size_t)1 << 20))
         return 1;
@@ -174,7 +166,7 @@ clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *red
     /* Passes until one value per kept element is left: each splits its
      * reduced elements into a number of parts that depends on the shape
      * only, so the order of the additions is the same from run to run. */
-    size_t parts = reduce_parts(n_keep, n_red);
+    size_t parts = clmad__reduce_parts(n_keep, n_red);
     cl_mem from = src->mem;
     clmad_tensor *partial = NULL;
     for (;;) {
@@ -195,7 +187,7 @@ clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *red
         n_red = parts;
         nk = 1, kdims[0] = n_keep, ks[0] = parts;
         nr = 1, rdims[0] = parts, rs[0] = 1;
-        parts = reduce_parts(n_keep, n_red);
+        parts = clmad__reduce_parts(n_keep, n_red);
     }
     clmad_tensor_release(partial);
     if (st == CLMAD_OK && scale != 1.0) {
@@ -218,35 +210,4 @@ clmad_status clmad__sum_to_shape(clmad_context *ctx, clmad_tensor *src, int ndim
     for (int d = 0; d < src->ndim; d++)
         reduce[d] = d < lead || (shape[d - lead] == 1 && src->shape[d] != 1);
     return clmad__reduce(ctx, src, reduce, 1.0, ndim, shape, out);
-}
-
-clmad_status clmad__vjp_store(clmad_context *ctx, clmad_tensor *g, int accumulate, int n_terms,
-                              clmad_tensor **adj, clmad_tensor **partials)
-{
-    /* Kernels per (dtype, n_terms, accumulate) come from the program cache. */
-    clmad_strbuf sb = {0};
-    clmad__generate_vjp_store(&sb, g->dtype, n_terms, accumulate);
-    if (sb.failed) {
-        clmad__sb_free(&sb);
-        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory generating a kernel");
-    }
-    cl_program program;
-    clmad_status st = clmad__program_get(ctx, sb.data, "", &program, NULL);
-    clmad__sb_free(&sb);
-    if (st != CLMAD_OK)
-        return st;
-    cl_int err;
-    cl_kernel k = clCreateKernel(program, "clmad_vjp_store", &err);
-    if (err != CL_SUCCESS)
-        return clmad__fail_cl(ctx, err, "clCreateKernel(clmad_vjp_store)");
-    cl_ulong n = g->numel;
-    err = clSetKernelArg(k, 0, sizeof n, &n);
-    err |= clSetKernelArg(k, 1, sizeof(cl_mem), &g->mem);
-    for (int t = 0; t < n_terms; t++) {
-        err |= clSetKernelArg(k, 2 + 2 * (cl_uint)t, sizeof(cl_mem), &adj[t]->mem);
-        err |= clSetKernelArg(k, 3 + 2 * (cl_uint)t, sizeof(cl_mem), &partials[t]->mem);
-    }
-    st = err == CL_SUCCESS ? clmad__enqueue_1d(ctx, k, g->numel) : clmad__fail_cl(ctx, err, "clSetKernelArg");
-    clReleaseKernel(k); /* the enqueued command keeps what it needs */
-    return st;
 }

@@ -20,6 +20,20 @@ static clmad_status sum_backward(clmad_context *ctx, clmad_node *node)
 {
     sum_data *d = node->data;
     clmad_tensor *x = node->inputs[0], *adj = node->out_adj[0], *g;
+    if (adj->numel == 1) {
+        /* A sum to one value: its adjoint goes on as one value (scaled for
+         * the mean), never expanded over x's shape. */
+        if (d->scale == 1.0)
+            return clmad__give_adjoint(ctx, node, 0, adj, NULL);
+        size_t one[1] = {1};
+        clmad_status st = clmad_tensor_create(ctx, x->dtype, 0, NULL, NULL, &g);
+        if (st == CLMAD_OK)
+            st = clmad__strided_copy(ctx, g, 0, one, adj, 0, one, 1, one, d->scale, 0);
+        if (st == CLMAD_OK)
+            st = clmad__give_adjoint(ctx, node, 0, g, NULL);
+        clmad_tensor_release(g);
+        return st;
+    }
     clmad_status st = clmad_tensor_create(ctx, x->dtype, x->ndim, x->shape, NULL, &g);
     if (st != CLMAD_OK)
         return st;

@@ -32,8 +32,10 @@ static void node_free(clmad_context *ctx, clmad_node *node)
     ctx->stats.tape_saved_bytes -= node->saved_bytes;
     for (int j = 0; j < node->n_inputs; j++)
         clmad_tensor_release(node->inputs[j]);
-    for (int o = 0; o < node->n_outputs; o++)
+    for (int o = 0; o < node->n_outputs; o++) {
         clmad_tensor_release(node->out_adj[o]);
+        clmad_tensor_release(node->out_adj_scale[o]);
+    }
     free(node->inputs);
     free(node);
 }
@@ -101,7 +103,92 @@ clmad_status clmad__accumulate_into(clmad_context *ctx, clmad_tensor *dst, clmad
     clSetKernelArg(k, 0, sizeof(cl_mem), &dst->mem);
     clSetKernelArg(k, 1, sizeof(cl_mem), &src->mem);
     clSetKernelArg(k, 2, sizeof n, &n);
-    return clmad__enqueue_1d(ctx, k, dst->numel);
+    return clmad__enqueue_1d(ctx, k, dst->numel, 3 * (uint64_t)clmad__tensor_bytes(dst));
+}
+
+/* A new tensor of the given shape holding a (read at 0 when it has one
+ * element) times scale[0] when scale is not NULL. */
+static clmad_status expand_adjoint(clmad_context *ctx, clmad_tensor *a, clmad_tensor *scale, int ndim,
+                                   const size_t *shape, clmad_tensor **out)
+{
+    clmad_tensor *t;
+    clmad_status st = clmad_tensor_create(ctx, a->dtype, ndim, shape, NULL, &t);
+    if (st != CLMAD_OK || t->numel == 0) {
+        if (st == CLMAD_OK)
+            *out = t;
+        return st;
+    }
+    cl_kernel k;
+    st = clmad__ops_kernel(ctx, a->dtype, CLMAD_OPS_EXPAND_SCALED, &k);
+    cl_ulong step = a->numel == t->numel ? 1 : 0, n = t->numel;
+    cl_int scaled = scale != NULL;
+    cl_mem scale_mem = scale ? scale->mem : a->mem; /* unread when not scaled */
+    const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof step, sizeof(cl_mem), sizeof scaled,
+                            sizeof n};
+    const void *values[] = {&t->mem, &a->mem, &step, &scale_mem, &scaled, &n};
+    if (st == CLMAD_OK)
+        st = clmad__set_kernel_args(ctx, k, 6, sizes, values);
+    if (st == CLMAD_OK)
+        st = clmad__enqueue_1d(ctx, k, t->numel, (step + 1) * (uint64_t)clmad__tensor_bytes(t));
+    if (st != CLMAD_OK) {
+        clmad_tensor_release(t);
+        return st;
+    }
+    *out = t;
+    return CLMAD_OK;
+}
+
+/* out_adj[o] = full (a full tensor, or NULL), releasing what was there. */
+static void set_adjoint(clmad_node *node, int o, clmad_tensor *full)
+{
+    clmad_tensor_release(node->out_adj[o]);
+    clmad_tensor_release(node->out_adj_scale[o]);
+    node->out_adj[o] = full;
+    node->out_adj_scale[o] = NULL;
+    node->out_adj_scalar[o] = 0;
+    node->out_adj_lazy[o] = 0;
+}
+
+clmad_status clmad__materialize_adjoint(clmad_context *ctx, clmad_node *node, int o)
+{
+    if (!node->out_adj_lazy[o])
+        return CLMAD_OK;
+    clmad_tensor *full;
+    clmad_status st = expand_adjoint(ctx, node->out_adj[o], node->out_adj_scale[o], node->out_ndim[o],
+                                     node->out_shape[o], &full);
+    if (st != CLMAD_OK)
+        return st;
+    set_adjoint(node, o, full);
+    return CLMAD_OK;
+}
+
+clmad_status clmad__settle_adjoint_slot(clmad_context *ctx, clmad_node *node, int j)
+{
+    clmad_tensor *x = node->inputs[j];
+    if (!x->node || !node_current(ctx, x))
+        return CLMAD_OK;
+    return clmad__materialize_adjoint(ctx, x->node, x->out_index);
+}
+
+clmad_status clmad__give_adjoint(clmad_context *ctx, clmad_node *node, int j, clmad_tensor *a,
+                                 clmad_tensor *scale)
+{
+    clmad_tensor **slot = clmad__adjoint_slot(ctx, node, j);
+    if (!slot)
+        return CLMAD_OK;
+    clmad_tensor *x = node->inputs[j];
+    clmad_node *producer = x->node;
+    if (!*slot && producer && producer->lazy_adjoints && (a->numel == 1 || a->numel == x->numel)) {
+        int o = x->out_index;
+        producer->out_adj[o] = clmad_tensor_retain(a);
+        producer->out_adj_scale[o] = scale ? clmad_tensor_retain(scale) : NULL;
+        producer->out_adj_scalar[o] = a->numel != x->numel;
+        producer->out_adj_lazy[o] = 1;
+        return CLMAD_OK;
+    }
+    clmad_tensor *g;
+    clmad_status st = expand_adjoint(ctx, a, scale, x->ndim, x->shape, &g);
+    return st == CLMAD_OK ? clmad__accumulate_input(ctx, node, j, g) : st;
 }
 
 clmad_status clmad__accumulate_input(clmad_context *ctx, clmad_node *node, int j, clmad_tensor *g)
@@ -110,6 +197,11 @@ clmad_status clmad__accumulate_input(clmad_context *ctx, clmad_node *node, int j
     if (!slot) {
         clmad_tensor_release(g);
         return CLMAD_OK;
+    }
+    clmad_status settled = clmad__settle_adjoint_slot(ctx, node, j);
+    if (settled != CLMAD_OK) {
+        clmad_tensor_release(g);
+        return settled;
     }
     if (!*slot) {
         *slot = g; /* the first contribution is taken as it is */
@@ -263,14 +355,15 @@ clmad_status clmad_backward(clmad_context *ctx, clmad_tensor *loss, clmad_tensor
     for (size_t i = tape->count; st == CLMAD_OK && i-- > 0;) {
         clmad_node *node = tape->nodes[i];
         int any = 0;
-        for (int o = 0; o < node->n_outputs; o++)
-            any |= node->out_adj[o] != NULL;
-        if (any)
-            st = node->backward(ctx, node);
         for (int o = 0; o < node->n_outputs; o++) {
-            clmad_tensor_release(node->out_adj[o]);
-            node->out_adj[o] = NULL;
+            any |= node->out_adj[o] != NULL;
+            if (!node->lazy_adjoints && st == CLMAD_OK)
+                st = clmad__materialize_adjoint(ctx, node, o);
         }
+        if (any && st == CLMAD_OK)
+            st = node->backward(ctx, node);
+        for (int o = 0; o < node->n_outputs; o++)
+            set_adjoint(node, o, NULL);
         if (!tape->retain) {
             /* What the node saved is no longer needed: free it now, not at the end. */
             if (node->free_data)

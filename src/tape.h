@@ -25,6 +25,15 @@ struct clmad_node {
     int out_ndim[CLMAD_NODE_MAX_OUTPUTS];
     size_t out_shape[CLMAD_NODE_MAX_OUTPUTS][CLMAD_MAX_DIMS];
     clmad_tensor *out_adj[CLMAD_NODE_MAX_OUTPUTS]; /* adjoints gathered during backward */
+    /* Lazy adjoints, never expanded to the output's shape: out_adj[o] is one
+     * value for every element (out_adj_scalar[o]) and/or is to be multiplied
+     * by the one-element out_adj_scale[o]; it may be another node's tensor
+     * (read only). Handed over by clmad__give_adjoint; only nodes with
+     * lazy_adjoints set see them, the others get full tensors. */
+    clmad_tensor *out_adj_scale[CLMAD_NODE_MAX_OUTPUTS];
+    unsigned char out_adj_scalar[CLMAD_NODE_MAX_OUTPUTS];
+    unsigned char out_adj_lazy[CLMAD_NODE_MAX_OUTPUTS];
+    int lazy_adjoints;                    /* backward reads lazy adjoints (broadcast nodes) */
 };
 
 /* 1 if gradients must flow to t: a leaf that requires them, or the output
@@ -48,6 +57,21 @@ clmad_tensor **clmad__adjoint_slot(clmad_context *ctx, clmad_node *node, int j);
 /* Adds g (of input j's shape; ownership passes to the callee) into the
  * adjoint slot of input j of node. */
 clmad_status clmad__accumulate_input(clmad_context *ctx, clmad_node *node, int j, clmad_tensor *g);
+
+/* Hands input j of node the adjoint a (times the one-element scale, if not
+ * NULL), a read at element 0 when it has one element and the input more:
+ * lazily when the input's producer takes lazy adjoints and has none yet,
+ * else expanded into a new tensor and accumulated. a and scale stay the
+ * caller's (retained as needed). */
+clmad_status clmad__give_adjoint(clmad_context *ctx, clmad_node *node, int j, clmad_tensor *a,
+                                 clmad_tensor *scale);
+
+/* Replaces a lazy out_adj[o] of node by a full tensor of the output's shape. */
+clmad_status clmad__materialize_adjoint(clmad_context *ctx, clmad_node *node, int o);
+
+/* Makes the adjoint slot of input j of node hold a full tensor (or nothing),
+ * so that it can be accumulated into in place. */
+clmad_status clmad__settle_adjoint_slot(clmad_context *ctx, clmad_node *node, int j);
 
 /* dst += src, same shape and dtype. */
 clmad_status clmad__accumulate_into(clmad_context *ctx, clmad_tensor *dst, clmad_tensor *src);

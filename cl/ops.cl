@@ -99,6 +99,32 @@ __kernel void clmad_reduce_sum(__global real *dst, __global const real *src, ulo
     dst[g] = acc;
 }
 
+/* On CPUs, a full sum of a contiguous array: work-item p sums the range
+ * [p n / parts, (p + 1) n / parts) in eight lanes (element q of the range's
+ * multiples of 8 into lane q % 8), then its tail, then the lanes in a fixed
+ * tree. Vector loads of neighbouring elements, and a fixed order. PRODUCT:
+ * of a[q] * b[q] (clmad_dot; the same additions as over a stored product). */
+#define CLMAD_RANGE_SUM(name, VALUE8, VALUE, ...)                                              \
+    __kernel void name(__global real *restrict dst, __VA_ARGS__, ulong n, ulong parts)          \
+    {                                                                                           \
+        ulong p = get_global_id(0);                                                             \
+        if (p >= parts)                                                                         \
+            return;                                                                             \
+        const ulong lo = p * n / parts, hi = (p + 1) * n / parts;                               \
+        real8 acc = (real8)(0);                                                                 \
+        ulong q = lo;                                                                           \
+        for (; q + 8 <= hi; q += 8)                                                             \
+            acc += VALUE8;                                                                      \
+        real tail = 0;                                                                          \
+        for (; q < hi; q++)                                                                     \
+            tail += VALUE;                                                                      \
+        dst[p] = ((acc.s0 + acc.s1) + (acc.s2 + acc.s3)) + ((acc.s4 + acc.s5) + (acc.s6 + acc.s7)) \
+                 + tail;                                                                        \
+    }
+CLMAD_RANGE_SUM(clmad_sum_ranges, vload8(0, src + q), src[q], __global const real *restrict src)
+CLMAD_RANGE_SUM(clmad_dot_ranges, vload8(0, a + q) * vload8(0, b + q), a[q] * b[q],
+                __global const real *restrict a, __global const real *restrict b)
+
 /* Partial sums of a[q] * b[q] over q = p, p + parts, ... (clmad_dot): the
  * first pass of clmad_reduce_sum over the product, added in the same order. */
 __kernel void clmad_dot_parts(__global real *restrict dst, __global const real *restrict a,

@@ -31,6 +31,8 @@ typedef enum clmad_ops_kernel_id {
     CLMAD_OPS_FILL,
     CLMAD_OPS_EXPAND_SCALED,
     CLMAD_OPS_DOT_PARTS,
+    CLMAD_OPS_SUM_RANGES,
+    CLMAD_OPS_DOT_RANGES,
     CLMAD_OPS_COUNT
 } clmad_ops_kernel_id;
 

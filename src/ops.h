@@ -27,6 +27,19 @@ clmad_status clmad__strided_copy(clmad_context *ctx, clmad_tensor *dst, size_t d
  * makes (the order of its additions; clmad_dot follows it). */
 size_t clmad__reduce_parts(size_t n_keep, size_t n_red);
 
+/* 1 when a pass of clmad__reduce sums one contiguous run to one value by
+ * ranges (CPUs: a work-item streams a range in vector loads; GPUs keep the
+ * interleaved parts, which coalesce). */
+int clmad__sum_by_ranges(const clmad_context *ctx, size_t n_keep, int nr, const size_t *rs);
+
+/* How many ranges such a pass over n elements makes. */
+size_t clmad__range_parts(size_t n);
+
+/* One pass by ranges: dst[p] = sum over range p of a[q] (CLMAD_OPS_SUM_RANGES,
+ * b NULL) or of a[q] * b[q] (CLMAD_OPS_DOT_RANGES). */
+clmad_status clmad__range_pass(clmad_context *ctx, clmad_ops_kernel_id id, cl_mem dst, cl_mem a, cl_mem b,
+                               clmad_dtype dtype, size_t n, size_t parts);
+
 /* Row-major contiguous strides of a shape. */
 void clmad__contiguous_strides(int ndim, const size_t *shape, size_t *strides);
 

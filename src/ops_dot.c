@@ -12,12 +12,15 @@ static clmad_status dot_backward(clmad_context *ctx, clmad_node *node)
     return st == CLMAD_OK ? clmad__give_adjoint(ctx, node, 1, node->inputs[0], s) : st;
 }
 
-/* The first pass of the sum of a * b into dst: the parts of clmad__reduce's
- * first pass over a contiguous product, so that the result is bitwise that
- * of clmad_sum(clmad_mul(a, b)). */
+/* The first pass of the sum of a * b into dst: the parts (or ranges) of
+ * clmad__reduce's first pass over a contiguous product, so that the result
+ * is bitwise that of clmad_sum(clmad_mul(a, b)). */
 static clmad_status dot_pass(clmad_context *ctx, clmad_tensor *dst, clmad_tensor *a, clmad_tensor *b,
-                             size_t parts)
+                             size_t parts, int ranges)
 {
+    if (ranges)
+        return clmad__range_pass(ctx, CLMAD_OPS_DOT_RANGES, dst->mem, a->mem, b->mem, a->dtype, a->numel,
+                                 parts);
     cl_kernel k;
     clmad_status st = clmad__ops_kernel(ctx, a->dtype, CLMAD_OPS_DOT_PARTS, &k);
     if (st != CLMAD_OK)
@@ -41,15 +44,17 @@ static clmad_status dot_value(clmad_context *ctx, clmad_tensor *a, clmad_tensor 
     if (a->numel == 0) {
         st = clmad__fill(ctx, y->mem, a->dtype, 1, 0.0);
     } else {
-        size_t parts = clmad__reduce_parts(1, a->numel);
+        size_t one = 1;
+        int ranges = clmad__sum_by_ranges(ctx, 1, 1, &one);
+        size_t parts = ranges ? clmad__range_parts(a->numel) : clmad__reduce_parts(1, a->numel);
         if (parts == 1) {
-            st = dot_pass(ctx, y, a, b, 1);
+            st = dot_pass(ctx, y, a, b, 1, ranges);
         } else {
             clmad_tensor *partial, *sum;
             int reduce_all[1] = {1};
             st = clmad_tensor_create(ctx, a->dtype, 1, &parts, NULL, &partial);
             if (st == CLMAD_OK) {
-                st = dot_pass(ctx, partial, a, b, parts);
+                st = dot_pass(ctx, partial, a, b, parts, ranges);
                 if (st == CLMAD_OK)
                     st = clmad__reduce(ctx, partial, reduce_all, 1.0, 0, NULL, &sum);
                 clmad_tensor_release(partial);

@@ -11,6 +11,8 @@ static const char *const OPS_NAMES[CLMAD_OPS_COUNT] = {
     [CLMAD_OPS_FILL] = "clmad_fill",
     [CLMAD_OPS_EXPAND_SCALED] = "clmad_expand_scaled",
     [CLMAD_OPS_DOT_PARTS] = "clmad_dot_parts",
+    [CLMAD_OPS_SUM_RANGES] = "clmad_sum_ranges",
+    [CLMAD_OPS_DOT_RANGES] = "clmad_dot_ranges",
 };
 
 clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_kernel_id id,
@@ -23,9 +25,10 @@ clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_
     }
     clmad_strbuf sb = {0};
     if (dtype == CLMAD_F64)
-        clmad__sb_append(&sb, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\ntypedef double real;\n");
+        clmad__sb_append(&sb, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\ntypedef double real;\n"
+                              "typedef double8 real8;\n");
     else
-        clmad__sb_append(&sb, "typedef float real;\n");
+        clmad__sb_append(&sb, "typedef float real;\ntypedef float8 real8;\n");
     clmad__sb_append(&sb, "#line 1 \"ops.cl\"\n");
     clmad__sb_append(&sb, clmad__embedded_source("ops.cl"));
     if (sb.failed) {

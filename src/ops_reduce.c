@@ -116,6 +116,37 @@ size_t clmad__reduce_parts(size_t n_keep, size_t n_red)
     return parts < cap ? parts : cap;
 }
 
+int clmad__sum_by_ranges(const clmad_context *ctx, size_t n_keep, int nr, const size_t *rs)
+{
+    return ctx->info.type == CLMAD_DEVICE_CPU && n_keep == 1 && nr == 1 && rs[0] == 1;
+}
+
+/* Ranges of 8192 elements (a CPU core streams each in about a microsecond)
+ * and at most 4096 of them: a sum of 2^22 is 512 ranges, then one. */
+size_t clmad__range_parts(size_t n)
+{
+    const size_t range = 8192, most = 4096;
+    size_t parts = (n + range - 1) / range;
+    return parts < most ? parts : most;
+}
+
+clmad_status clmad__range_pass(clmad_context *ctx, clmad_ops_kernel_id id, cl_mem dst, cl_mem a, cl_mem b,
+                               clmad_dtype dtype, size_t n, size_t parts)
+{
+    cl_kernel k;
+    clmad_status st = clmad__ops_kernel(ctx, dtype, id, &k);
+    if (st != CLMAD_OK)
+        return st;
+    cl_ulong nn = n, np = parts;
+    const size_t sizes[] = {sizeof dst, sizeof a, b ? sizeof b : sizeof nn, sizeof nn, sizeof np};
+    const void *with_b[] = {&dst, &a, &b, &nn, &np}, *without_b[] = {&dst, &a, &nn, &np};
+    const size_t sizes_without_b[] = {sizeof dst, sizeof a, sizeof nn, sizeof np};
+    st = b ? clmad__set_kernel_args(ctx, k, 5, sizes, with_b)
+           : clmad__set_kernel_args(ctx, k, 4, sizes_without_b, without_b);
+    uint64_t bytes = ((b ? 2 : 1) * (uint64_t)n + parts) * clmad_dtype_size(dtype);
+    return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, parts, bytes) : st;
+}
+
 clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *reduce, double scale,
                            int out_ndim, const size_t *out_shape, clmad_tensor **out)
 {
@@ -166,7 +197,8 @@ clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *red
     /* Passes until one value per kept element is left: each splits its
      * reduced elements into a number of parts that depends on the shape
      * only, so the order of the additions is the same from run to run. */
-    size_t parts = clmad__reduce_parts(n_keep, n_red);
+    int ranges = clmad__sum_by_ranges(ctx, n_keep, nr, rs);
+    size_t parts = ranges ? clmad__range_parts(n_red) : clmad__reduce_parts(n_keep, n_red);
     cl_mem from = src->mem;
     clmad_tensor *partial = NULL;
     for (;;) {
@@ -175,9 +207,11 @@ clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *red
             size_t pshape[1] = {n_keep * parts};
             st = clmad_tensor_create(ctx, src->dtype, 1, pshape, NULL, &next);
         }
-        if (st == CLMAD_OK)
-            st = reduce_pass(ctx, next ? next->mem : result->mem, from, src->dtype, n_keep, n_red, parts, nk,
-                             kdims, ks, nr, rdims, rs);
+        cl_mem to = next ? next->mem : result->mem;
+        if (st == CLMAD_OK && ranges)
+            st = clmad__range_pass(ctx, CLMAD_OPS_SUM_RANGES, to, from, NULL, src->dtype, n_red, parts);
+        else if (st == CLMAD_OK)
+            st = reduce_pass(ctx, to, from, src->dtype, n_keep, n_red, parts, nk, kdims, ks, nr, rdims, rs);
         clmad_tensor_release(partial);
         partial = next;
         if (st != CLMAD_OK || !next)
@@ -187,7 +221,8 @@ clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *red
         n_red = parts;
         nk = 1, kdims[0] = n_keep, ks[0] = parts;
         nr = 1, rdims[0] = parts, rs[0] = 1;
-        parts = clmad__reduce_parts(n_keep, n_red);
+        ranges = clmad__sum_by_ranges(ctx, n_keep, nr, rs);
+        parts = ranges ? clmad__range_parts(n_red) : clmad__reduce_parts(n_keep, n_red);
     }
     clmad_tensor_release(partial);
     if (st == CLMAD_OK && scale != 1.0) {

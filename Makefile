@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo bench install clean
+.PHONY: all deps configure build test demo bench bench-peers check-vector install clean
 
 all: build
 
@@ -34,6 +34,19 @@ bench:
 	@CLMAD_DEPS_EXTRA=1 scripts/install-deps.sh
 	$(MAKE) build
 	@scripts/run-bench.sh $(BUILD)
+
+# clmad's HM-LSTM benchmark next to PyTorch (eager, torch.compile), JAX and
+# NumPy on the same inputs, on this CPU; writes bench/results/peers.*. The
+# first run installs them into $(BUILD)/peers-venv from PyPI (torch: several GB).
+bench-peers:
+	@CLMAD_DEPS_PEERS=1 scripts/install-deps.sh
+	$(MAKE) build
+	@scripts/run-peers.sh $(BUILD)
+
+# Are the generated kernels of the HM-LSTM cell packed SIMD code on POCL?
+# Disassembles what POCL built (also a test of `make test`).
+check-vector: build
+	@scripts/check-vector.sh $(BUILD)
 
 # Header, libclmad.so and .a, clmad-info, CMake package, clmad.pc under PREFIX.
 PREFIX ?= /usr/local

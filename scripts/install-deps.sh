@@ -12,6 +12,10 @@ packages=(
 if [ "${CLMAD_DEPS_EXTRA:-0}" = 1 ]; then
   packages+=(mesa-opencl-icd oclgrind gnuplot-nox valgrind)
 fi
+# Python peers of make bench-peers: a virtual environment and pip.
+if [ "${CLMAD_DEPS_PEERS:-0}" = 1 ]; then
+  packages+=(python3-venv python3-pip)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

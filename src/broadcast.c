@@ -36,7 +36,7 @@ clmad_status clmad_set_chunk_cap(clmad_context *ctx, int cap)
 
 int clmad__items_per_work_item(const clmad_context *ctx)
 {
-    return ctx->item_loop ? CLMAD_CPU_ITEMS_PER_WORK_ITEM : 1;
+    return ctx->items;
 }
 
 /* Checks the arguments common to every broadcast call and plans the shapes. */

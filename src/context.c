@@ -103,8 +103,18 @@ clmad_status clmad_context_create(const clmad_options *options, clmad_context **
      * `#pragma clang attribute` (codegen.c); others get no pragma. */
     ctx->inline_pragma = strstr(dev.info.platform_name, "Portable Computing Language") != NULL ||
                          strstr(dev.info.platform_name, "rusticl") != NULL;
-    ctx->item_loop = dev.info.type == CLMAD_DEVICE_CPU &&
-                     strstr(dev.info.platform_name, "Portable Computing Language") != NULL;
+    ctx->items = dev.info.type == CLMAD_DEVICE_CPU &&
+                         strstr(dev.info.platform_name, "Portable Computing Language") != NULL
+                     ? CLMAD_CPU_ITEMS_PER_WORK_ITEM
+                     : 1;
+    /* CLMAD_ITEMS_PER_WORK_ITEM=N: N elements per work-item on any device
+     * (tests run the one-element form of GPUs on POCL, and Oclgrind checks
+     * the runs' bounds). */
+    const char *items = getenv("CLMAD_ITEMS_PER_WORK_ITEM");
+    if (items && *items) {
+        long v = strtol(items, NULL, 10);
+        ctx->items = v >= 1 && v <= 1024 ? (int)v : ctx->items;
+    }
 
     cl_int err;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev.platform, 0};

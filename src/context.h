@@ -47,6 +47,17 @@ typedef enum clmad_builtin_id {
     CLMAD_BUILTIN_COUNT
 } clmad_builtin_id;
 
+/* Elements per work-item of the generated kernels on POCL's CPU devices: the
+ * kernel loops over a run of consecutive elements, and clang vectorises that
+ * loop while it compiles the work-item function. Left to POCL, the loop over
+ * work-items would be vectorised only later, and not at all once the SLP
+ * vectoriser has packed a few scalar operations of one element (the two
+ * sigmoids of an LSTM cell are enough): "loop not vectorized: instruction
+ * return type cannot be vectorized". GPUs, and implementations that vectorise
+ * across work-items themselves (rusticl on llvmpipe), keep one element per
+ * work-item. */
+#define CLMAD_CPU_ITEMS_PER_WORK_ITEM 32
+
 struct clmad_context {
     cl_platform_id platform;
     cl_device_id device;
@@ -56,8 +67,8 @@ struct clmad_context {
     int fp64;                       /* fp64 usable: device has it and not disabled */
     int inline_pragma;              /* the compiler takes `#pragma clang attribute` with
                                        always_inline (POCL, rusticl) */
-    int item_loop;                  /* generated kernels loop over a run of elements per
-                                       work-item (POCL on CPUs: kernel.h) */
+    int items;                      /* elements per work-item of the generated kernels
+                                       (CLMAD_CPU_ITEMS_PER_WORK_ITEM, or 1) */
     char *cache_dir;                /* on-disk program cache folder, NULL if off */
     clmad_program_cache programs;
     clmad_buffer_pool pool;

@@ -31,16 +31,7 @@ typedef struct clmad_launch_args {
     clmad_tensor **stored;         /* STORED: the partials, n_outputs * K (output-major) */
 } clmad_launch_args;
 
-/* Elements per work-item of the generated kernels on POCL's CPU devices: the
- * kernel loops over a run of consecutive elements, and clang vectorises that
- * loop while it compiles the work-item function. Left to POCL, the loop over
- * work-items would be vectorised only later, and not at all once the SLP
- * vectoriser has packed a few scalar operations of one element (the two
- * sigmoids of an LSTM cell are enough): "loop not vectorized: instruction
- * return type cannot be vectorized". GPUs, and implementations that vectorise
- * across work-items themselves (rusticl on llvmpipe), keep one element per
- * work-item. */
-#define CLMAD_CPU_ITEMS_PER_WORK_ITEM 32
+/* Elements per work-item of the generated kernels (context.h). */
 int clmad__items_per_work_item(const clmad_context *ctx);
 
 /* Checks the arguments of a broadcast call (`call` names it in messages)

@@ -145,6 +145,22 @@ static clmad_tensor *unfused_cell(setup *s)
     return out;
 }
 
+/* The loss of the fused cell, for comparison with the peers (bench/peers). */
+static double fused_loss(setup *s)
+{
+    clmad_context *ctx = s->ctx;
+    clmad_tensor *in[6] = {s->z, s->zb, s->x[0], s->x[1], s->x[2], s->x[3]}, *y, *loss;
+    float value = 0;
+    BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 0));
+    BENCH_CHECK(ctx, clmad_broadcast(ctx, s->cell, in, &y));
+    BENCH_CHECK(ctx, clmad_dot(ctx, y, s->w, &loss));
+    BENCH_CHECK(ctx, clmad_tensor_read(loss, &value, sizeof value));
+    BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 1));
+    clmad_tensor_release(y);
+    clmad_tensor_release(loss);
+    return value;
+}
+
 /* Kernels launched and bytes moved by the last run of each variant. */
 static uint64_t g_kernels[NV], g_bytes[NV];
 
@@ -300,10 +316,11 @@ int main(int argc, char **argv)
         BENCH_CHECK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 2, mat, NULL, &s.hy));
         BENCH_CHECK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 2, mat, NULL, &s.cdst));
         free(h);
-        double med[2][NV];
+        double med[2][NV], loss[2];
         for (int uc = 0; uc < 2; uc++) {
             make_controls(&s, uc);
             set_hand_args(&s);
+            loss[uc] = fused_loss(&s);
             double *t = malloc((size_t)reps * NV * sizeof *t);
             for (int r = -2; r < reps; r++) {
                 fprintf(stderr, "\rbench_hmlstm: dims %zu, %s controls, round %d/%d   ", s.dims,
@@ -323,10 +340,10 @@ int main(int argc, char **argv)
                         (unsigned long long)g_bytes[v], passes);
                 fprintf(json, "%s\n    {\"dims\": %zu, \"controls\": \"%s\", \"variant\": \"%s\", "
                               "\"median_ms\": %.4f, \"min_gbps\": %.3f, \"kernels\": %llu, "
-                              "\"bytes\": %llu, \"passes\": %.2f}",
+                              "\"bytes\": %llu, \"passes\": %.2f, \"loss\": %.6f}",
                         first_run ? "" : ",", s.dims, uc ? "uniform" : "random", NAMES[v],
                         med[uc][v] * 1e3, min_bytes(v) * n / med[uc][v] * 1e-9,
-                        (unsigned long long)g_kernels[v], (unsigned long long)g_bytes[v], passes);
+                        (unsigned long long)g_kernels[v], (unsigned long long)g_bytes[v], passes, loss[uc]);
                 first_run = 0;
             }
             free(t);
@@ -335,7 +352,7 @@ int main(int argc, char **argv)
         for (int uc = 0; uc < 2; uc++) {
             double *m = med[uc];
             double best = fmin(m[STORE], m[RECOMPUTE]);
-            printf("dims %zu, %s controls:\n", s.dims, uc ? "uniform" : "random");
+            printf("dims %zu, %s controls (loss %.6f):\n", s.dims, uc ? "uniform" : "random", loss[uc]);
             for (int v = 0; v < NV; v++)
                 printf("  %-10s %9.3f ms  %7.2f GB/s (minimal bytes)  %3llu kernels %6.2f passes\n",
                        NAMES[v], m[v] * 1e3, min_bytes(v) * n / m[v] * 1e-9,

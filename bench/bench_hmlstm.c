@@ -18,6 +18,7 @@
  */
 #include "bench_common.h"
 #include "embedded.h"
+#include "kernel.h"
 #include "tensor.h"
 
 #include <math.h>
@@ -30,37 +31,55 @@ static const char *CELL_SOURCE =
     "    return ad_add(ad_mul(ad_sigmoid(f), c), ad_mul(ad_sigmoid(i), ad_tanh(g)));\n"
     "}\n";
 
+/* The hand-written pair walks the elements as the generated kernels do
+ * (HAND_ITEMS from clmad__items_per_work_item: a vectorised run of elements
+ * per work-item on POCL, the column of a run's first element reused, as
+ * runs stay in a row: dims must be a multiple of HAND_ITEMS; one element
+ * per work-item elsewhere), so that
+ * hand vs fused compares the arithmetic and the pipeline, not the loop. */
 static const char *HAND_SOURCE =
     "float sig(float x) { return 1.0f / (1.0f + exp(-x)); }\n"
+    "#if HAND_ITEMS > 1\n"
+    "#define FOR_EACH_ELEMENT(e)                                                            \\\n"
+    "    const ulong first = get_global_id(0) * HAND_ITEMS, last = min(first + HAND_ITEMS, n); \\\n"
+    "    const ulong col0 = first % cols;                                               \\\n"
+    "    _Pragma(\"clang loop vectorize(assume_safety) vectorize_width(16) interleave(disable)\") \\\n"
+    "    for (ulong e = first; e < last; e++)\n"
+    "#define COLUMN(e) (col0 + ((e) - first)) /* dims % HAND_ITEMS == 0: runs stay in a row */\n"
+    "#else\n"
+    "#define FOR_EACH_ELEMENT(e) const ulong e = get_global_id(0); if (e < n)\n"
+    "#define COLUMN(e) ((e) % cols)\n"
+    "#endif\n"
+    "#pragma clang diagnostic ignored \"-Wpass-failed\"\n"
     "__kernel void hand_fwd(ulong n, ulong cols, __global const float *z, __global const float *zb,\n"
     "    __global const float *c, __global const float *f, __global const float *i,\n"
     "    __global const float *g, __global float *y)\n"
     "{\n"
-    "    ulong e = get_global_id(0);\n"
-    "    if (e >= n) return;\n"
-    "    ulong col = e % cols;\n"
-    "    if (z[col] == 1.0f) y[e] = sig(i[e]) * tanh(g[e]);\n"
-    "    else if (zb[col] == 0.0f) y[e] = c[e];\n"
-    "    else y[e] = sig(f[e]) * c[e] + sig(i[e]) * tanh(g[e]);\n"
+    "    FOR_EACH_ELEMENT(e) {\n"
+    "        const ulong col = COLUMN(e);\n"
+    "        if (z[col] == 1.0f) y[e] = sig(i[e]) * tanh(g[e]);\n"
+    "        else if (zb[col] == 0.0f) y[e] = c[e];\n"
+    "        else y[e] = sig(f[e]) * c[e] + sig(i[e]) * tanh(g[e]);\n"
+    "    }\n"
     "}\n"
     "__kernel void hand_bwd(ulong n, ulong cols, __global const float *z, __global const float *zb,\n"
     "    __global const float *c, __global const float *f, __global const float *i,\n"
     "    __global const float *g, __global const float *adj, __global float *gc,\n"
     "    __global float *gf, __global float *gi, __global float *gg)\n"
     "{\n"
-    "    ulong e = get_global_id(0);\n"
-    "    if (e >= n) return;\n"
-    "    ulong col = e % cols;\n"
-    "    float a = adj[e];\n"
-    "    if (z[col] == 1.0f) {\n"
-    "        float si = sig(i[e]), tg = tanh(g[e]);\n"
-    "        gc[e] = 0.0f; gf[e] = 0.0f; gi[e] = a * si * (1.0f - si) * tg; gg[e] = a * si * (1.0f - tg * tg);\n"
-    "    } else if (zb[col] == 0.0f) {\n"
-    "        gc[e] = a; gf[e] = 0.0f; gi[e] = 0.0f; gg[e] = 0.0f;\n"
-    "    } else {\n"
-    "        float sf = sig(f[e]), si = sig(i[e]), tg = tanh(g[e]);\n"
-    "        gc[e] = a * sf; gf[e] = a * sf * (1.0f - sf) * c[e];\n"
-    "        gi[e] = a * si * (1.0f - si) * tg; gg[e] = a * si * (1.0f - tg * tg);\n"
+    "    FOR_EACH_ELEMENT(e) {\n"
+    "        const ulong col = COLUMN(e);\n"
+    "        float a = adj[e];\n"
+    "        if (z[col] == 1.0f) {\n"
+    "            float si = sig(i[e]), tg = tanh(g[e]);\n"
+    "            gc[e] = 0.0f; gf[e] = 0.0f; gi[e] = a * si * (1.0f - si) * tg; gg[e] = a * si * (1.0f - tg * tg);\n"
+    "        } else if (zb[col] == 0.0f) {\n"
+    "            gc[e] = a; gf[e] = 0.0f; gi[e] = 0.0f; gg[e] = 0.0f;\n"
+    "        } else {\n"
+    "            float sf = sig(f[e]), si = sig(i[e]), tg = tanh(g[e]);\n"
+    "            gc[e] = a * sf; gf[e] = a * sf * (1.0f - sf) * c[e];\n"
+    "            gi[e] = a * si * (1.0f - si) * tg; gg[e] = a * si * (1.0f - tg * tg);\n"
+    "        }\n"
     "    }\n"
     "}\n";
 
@@ -119,9 +138,11 @@ static void make_controls(setup *s, int uniform_controls)
     free(zbh);
 }
 
-static void run_1d(clmad_context *ctx, cl_kernel k, size_t n, uint64_t bytes)
+/* A hand-written kernel over n elements, HAND_ITEMS per work-item. */
+static void run_hand(clmad_context *ctx, cl_kernel k, size_t n, uint64_t bytes)
 {
-    BENCH_CHECK(ctx, clmad__enqueue_1d(ctx, k, n, bytes));
+    size_t items = (size_t)clmad__items_per_work_item(ctx);
+    BENCH_CHECK(ctx, clmad__enqueue_1d(ctx, k, (n + items - 1) / items, bytes));
 }
 
 static clmad_tensor *unfused_cell(setup *s)
@@ -192,12 +213,12 @@ static double run_variant(setup *s, int v)
     } else if (v == HAND) {
         /* Forward kernel, the same loss, and the backward kernel with the
          * adjoint of the cell output, which is w for this loss. */
-        run_1d(ctx, s->hand_fwd, n, 5 * 4 * (uint64_t)n);
+        run_hand(ctx, s->hand_fwd, n, 5 * 4 * (uint64_t)n);
         clmad_tensor *loss;
         BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 0));
         BENCH_CHECK(ctx, clmad_dot(ctx, s->hy, s->w, &loss));
         BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 1));
-        run_1d(ctx, s->hand_bwd, n, 9 * 4 * (uint64_t)n);
+        run_hand(ctx, s->hand_bwd, n, 9 * 4 * (uint64_t)n);
         clmad_tensor_release(loss);
     } else if (v == PRIMAL) {
         BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 0));
@@ -206,7 +227,7 @@ static double run_variant(setup *s, int v)
         BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 1));
         clmad_tensor_release(y);
     } else {
-        run_1d(ctx, s->copy, n, 2 * 4 * (uint64_t)n);
+        BENCH_CHECK(ctx, clmad__enqueue_1d(ctx, s->copy, n, 2 * 4 * (uint64_t)n));
     }
     clmad_finish(ctx);
     double dt = bench_now() - t0;
@@ -276,8 +297,11 @@ int main(int argc, char **argv)
     char slug[256], path[1024];
     bench_slug(dev.name, slug, sizeof slug);
     BENCH_CHECK(ctx, clmad_kernel_create(ctx, CELL_SOURCE, "cell_update", 6, 1, &s.cell));
-    s.hand_fwd = build(ctx, HAND_SOURCE, "hand_fwd");
-    s.hand_bwd = build(ctx, HAND_SOURCE, "hand_bwd");
+    char hand_src[8192];
+    snprintf(hand_src, sizeof hand_src, "#define HAND_ITEMS %d\n%s", clmad__items_per_work_item(ctx),
+             HAND_SOURCE);
+    s.hand_fwd = build(ctx, hand_src, "hand_fwd");
+    s.hand_bwd = build(ctx, hand_src, "hand_bwd");
     char copy_src[4096];
     snprintf(copy_src, sizeof copy_src, "typedef float real;\n%s", clmad__embedded_source("copy.cl"));
     s.copy = build(ctx, copy_src, "clmad_copy");
@@ -301,6 +325,11 @@ int main(int argc, char **argv)
     int first_run = 1;
     for (int di = 0; di < n_dims; di++) {
         s.dims = dims_list[di];
+        if (s.dims % (size_t)clmad__items_per_work_item(ctx)) {
+            fprintf(stderr, "bench_hmlstm: dims %zu: must be a multiple of %d on this device\n", s.dims,
+                    clmad__items_per_work_item(ctx));
+            return 2;
+        }
         size_t n = s.dims * s.dims, mat[2] = {s.dims, s.dims};
         float *h = malloc(n * sizeof *h);
         for (int k = 0; k < 4; k++) {

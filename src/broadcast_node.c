@@ -143,7 +143,8 @@ static clmad_status chunked_backward(clmad_context *ctx, clmad_node *node, bcast
             v.accumulate[s] = (char)t[s].accumulate;
         }
         if (st == CLMAD_OK) {
-            clmad_launch_args a = {node->out_adj, targets, node->inputs, NULL, node->out_adj_scale, stored};
+            clmad_launch_args a = {.values = node->out_adj, .derivs = targets, .inputs = node->inputs,
+                                   .adj_scales = node->out_adj_scale, .stored = stored};
             st = clmad__bcast_launch(k, &v, &d->plan, &a);
         } else {
             opened--; /* the failed target released itself */

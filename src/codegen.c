@@ -204,7 +204,8 @@ static void emit_body(clmad_strbuf *sb, const clmad_variant *v, const char *fn)
                              "    for (ulong e = first; e < last; e++) {\n",
                          v->dtype == CLMAD_F64 ? 8 : 16);
     } else {
-        clmad__sb_append(sb, "{\n    const ulong e = get_global_id(0);\n    if (e >= n)\n        return;\n    {\n");
+        clmad__sb_append(sb, "{\n    const ulong e = get_global_id(0);\n"
+                             "    if (e >= n)\n        return;\n    {\n");
     }
     if (v->mode == CLMAD_MODE_STORED) {
         emit_gradients(sb, v, "p%d_%d[e]");

@@ -177,6 +177,10 @@ clmad_status clmad__give_adjoint(clmad_context *ctx, clmad_node *node, int j, cl
     if (!slot)
         return CLMAD_OK;
     clmad_tensor *x = node->inputs[j];
+    if (a->numel != 1 && a->numel != x->numel)
+        return clmad__fail(ctx, CLMAD_ERR_STATE,
+                           "%s: an adjoint of %zu elements for an input of %zu (internal error)",
+                           node->name, a->numel, x->numel);
     clmad_node *producer = x->node;
     if (!*slot && producer && producer->lazy_adjoints && (a->numel == 1 || a->numel == x->numel)) {
         int o = x->out_index;

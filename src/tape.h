@@ -59,7 +59,8 @@ clmad_tensor **clmad__adjoint_slot(clmad_context *ctx, clmad_node *node, int j);
 clmad_status clmad__accumulate_input(clmad_context *ctx, clmad_node *node, int j, clmad_tensor *g);
 
 /* Hands input j of node the adjoint a (times the one-element scale, if not
- * NULL), a read at element 0 when it has one element and the input more:
+ * NULL); a has one element (read for every element of the input) or the
+ * input's:
  * lazily when the input's producer takes lazy adjoints and has none yet,
  * else expanded into a new tensor and accumulated. a and scale stay the
  * caller's (retained as needed). */

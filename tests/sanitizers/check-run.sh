@@ -23,14 +23,16 @@
 # process writes its own file (the sanitizers' log_path, valgrind's %p), and
 # this script fails the test when one holds a report, and prints it.
 #
-# Logs: BUILD/check-logs/<test program>/, kept after the run.
+# Logs: BUILD/check-logs/<test program>[-<items>]/, kept after the run (a
+# program registered twice runs with CLMAD_ITEMS_PER_WORK_ITEM set: a folder
+# each, as ctest may run both at once).
 set -u
 
 prog=$1
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 name=$(basename "$prog")
 build=$(cd "$(dirname "$prog")/.." && pwd)
-logs="$build/check-logs/$name"
+logs="$build/check-logs/$name${CLMAD_ITEMS_PER_WORK_ITEM:+-$CLMAD_ITEMS_PER_WORK_ITEM}"
 rm -rf "$logs"
 mkdir -p "$logs"
 mode=${CLMAD_CHECK:-}

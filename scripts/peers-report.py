@@ -43,6 +43,8 @@ def load_rounds(runs_dir):
                 for r in doc["runs"]:
                     if r["controls"] != "random":
                         continue
+                    if "loss" in r:
+                        losses.setdefault(r["dims"], {})["clmad fused"] = r["loss"]
                     for key, _, tool, variant in COLUMNS:
                         if tool == "clmad" and variant == r["variant"]:
                             times.setdefault((r["dims"], key), []).append(r["median_ms"])
@@ -196,7 +198,24 @@ def main():
     with open(os.path.join(out, "peers.md"), "w") as fh:
         fh.write("\n".join(md) + "\n")
     chart(rows, os.path.join(out, "peers.svg"))
+    update_readme("README.md", md[2], md[6:8 + len(rows)])
     print("\n".join(md))
+
+
+def update_readme(path, header, table):
+    """The README's copy of the table, between its peers markers."""
+    if not os.path.exists(path):
+        return
+    with open(path) as fh:
+        text = fh.read()
+    begin, end = "<!-- peers:begin -->", "<!-- peers:end -->"
+    if begin not in text or end not in text:
+        return
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    body = "\n".join([header, "", "Times in ms (median of round medians); ratios above 1: clmad is slower.", ""] + table)
+    with open(path, "w") as fh:
+        fh.write(f"{head}{begin}\n{body}\n{end}{tail}")
 
 
 if __name__ == "__main__":

@@ -112,13 +112,24 @@ static clmad_status chunked_backward(clmad_context *ctx, clmad_node *node, bcast
         if (d->active[j] && clmad__adjoint_slot(ctx, node, j))
             act[n_act++] = j;
     unsigned mask = 0, scalar = 0, scaled = 0;
+    int n_adj = 0;
     for (int o = 0; o < n_out; o++)
         if (node->out_adj[o]) {
+            n_adj++;
             mask |= 1u << o;
             scalar |= (unsigned)node->out_adj_scalar[o] << o;
             scaled |= (unsigned)(node->out_adj_scale[o] != NULL) << o;
         }
-    int size = clmad__chunk_size(n_act, clmad_chunk_cap(ctx));
+    int cap = clmad_chunk_cap(ctx);
+    if (d->store) {
+        /* A STORED kernel takes (outputs with an adjoint) x (K + 1) + K
+         * buffers: at most 96 of them, well inside the 1024 bytes of
+         * arguments that OpenCL guarantees. Per-input sums: chunking does
+         * not change the result. */
+        int most = (96 - n_adj) / (n_adj + 1);
+        cap = most < 1 ? 1 : most < cap ? most : cap;
+    }
+    int size = clmad__chunk_size(n_act, cap);
     clmad_status st = CLMAD_OK;
     for (int first = 0; st == CLMAD_OK && first < n_act; first += size) {
         int K = n_act - first < size ? n_act - first : size;

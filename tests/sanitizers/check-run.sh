@@ -75,7 +75,7 @@ asan)
     # every time in test_program_cache, which compiles into fresh caches,
     # once the generated kernels had their vectorised loops), a third run
     # checks everything but leaks, and says so: memcheck (make
-    # test-valgrind) checks that program's leaks.
+    # test-valgrind, on hosts without AVX-512) checks that program's leaks.
     if lsan_tracer_crash_only; then
         echo "check-run.sh: LeakSanitizer's tracer crashed in $name (no finding); running it again" >&2
         rm -f "$logs"/*
@@ -84,7 +84,7 @@ asan)
     fi
     if lsan_tracer_crash_only; then
         echo "check-run.sh: LeakSanitizer's tracer crashed again in $name: running it without the leak" \
-             "check (ASan and UBSan stay on; memcheck checks its leaks)" >&2
+             "check (ASan and UBSan stay on)" >&2
         rm -f "$logs"/*
         ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" "$@"
         status=$?

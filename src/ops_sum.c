@@ -19,7 +19,7 @@ static void sum_free(clmad_node *node)
 static clmad_status sum_backward(clmad_context *ctx, clmad_node *node)
 {
     sum_data *d = node->data;
-    clmad_tensor *x = node->inputs[0], *adj = node->out_adj[0], *g;
+    clmad_tensor *x = node->inputs[0], *adj = node->out_adj[0], *g = NULL;
     if (adj->numel == 1) {
         /* A sum to one value: its adjoint goes on as one value (scaled for
          * the mean), never expanded over x's shape. */

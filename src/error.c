@@ -1,11 +1,41 @@
 #include "context.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static _Thread_local clmad_message thread_message;
+
+/* A thread's message text is on the heap: a key whose destructor frees it
+ * when the thread exits (thread-local storage alone would leak it). */
+static pthread_key_t thread_key;
+static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
+static int thread_key_made;
+
+static void thread_message_free(void *p)
+{
+    clmad_message *m = p;
+    free(m->text);
+    m->text = NULL;
+    m->cap = 0;
+}
+
+static void thread_key_create(void)
+{
+    thread_key_made = pthread_key_create(&thread_key, thread_message_free) == 0;
+}
+
+#if defined(__GNUC__)
+/* A shared clmad unloaded by dlclose leaves no destructor to call behind. */
+__attribute__((destructor)) static void thread_key_delete(void)
+{
+    if (thread_key_made)
+        pthread_key_delete(thread_key);
+    thread_key_made = 0;
+}
+#endif
 
 clmad_message *clmad__message_slot(const clmad_context *ctx)
 {
@@ -32,6 +62,11 @@ static void message_set(clmad_message *m, const char *fmt, va_list ap)
         }
         m->text = grown;
         m->cap = (size_t)n + 1;
+        if (m == &thread_message) {
+            pthread_once(&thread_key_once, thread_key_create);
+            if (thread_key_made)
+                pthread_setspecific(thread_key, m);
+        }
     }
     vsnprintf(m->text, m->cap, fmt, ap);
 }

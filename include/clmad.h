@@ -330,8 +330,10 @@ clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, clmad_tens
  * (the difference straddles it): choose points away from them.
  * The caller owns points and worst; the check records nothing on the tape
  * and leaves worst untouched on failure.
- * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, n_points = 0, a kernel of
- * another context), CLMAD_ERR_UNSUPPORTED (f64 without device fp64), and
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, n_points = 0, n_points so
+ * large that its buffers' sizes overflow size_t, a kernel of another
+ * context), CLMAD_ERR_OUT_OF_MEMORY (n_points values above the device's
+ * maximum allocation), CLMAD_ERR_UNSUPPORTED (f64 without device fp64), and
  * the errors of clmad_broadcast.
  */
 clmad_status clmad_gradcheck(clmad_context *ctx, clmad_kernel *k, clmad_dtype dtype, size_t n_points,

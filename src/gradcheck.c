@@ -6,6 +6,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,6 +124,20 @@ clmad_status clmad_gradcheck(clmad_context *ctx, clmad_kernel *k, clmad_dtype dt
     clmad_status st = clmad__check_dtype(ctx, dtype);
     if (st != CLMAD_OK)
         return st;
+    /* The host buffers hold n_points * max(n_inputs, n_outputs) doubles,
+     * the device ones n_points values: check before asking for either. */
+    size_t widest = (size_t)(k->n_inputs > k->n_outputs ? k->n_inputs : k->n_outputs);
+    if (n_points > SIZE_MAX / sizeof(double) / widest)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                           "clmad_gradcheck: n_points %zu is too large: %zu values of %zu bytes per "
+                           "point overflow size_t",
+                           n_points, widest, sizeof(double));
+    if (n_points * clmad_dtype_size(dtype) > ctx->info.max_alloc_bytes)
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY,
+                           "clmad_gradcheck: n_points %zu: a tensor of %zu bytes exceeds the maximum "
+                           "allocation of device \"%s\" (%llu bytes)",
+                           n_points, n_points * clmad_dtype_size(dtype), ctx->info.name,
+                           (unsigned long long)ctx->info.max_alloc_bytes);
 
     gc_state s = {ctx, dtype, n_points, k->n_inputs, k->n_outputs, NULL, NULL, NULL};
     size_t n_part = (size_t)s.n_out * (size_t)s.n_in;

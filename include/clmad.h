@@ -200,7 +200,9 @@ typedef struct clmad_tensor clmad_tensor;
  * tensor). The caller owns one reference to *out.
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (rank, NULL shape with ndim > 0),
  * CLMAD_ERR_UNSUPPORTED (f64 without device fp64), CLMAD_ERR_OUT_OF_MEMORY
- * (including above the device's maximum allocation), CLMAD_ERR_OPENCL.
+ * (including above the device's maximum allocation, and a shape too big to
+ * describe: the product of its nonzero sizes times the element size
+ * overflows size_t, empty or not, as in NumPy), CLMAD_ERR_OPENCL.
  */
 clmad_status clmad_tensor_create(clmad_context *ctx, clmad_dtype dtype, int ndim,
                                  const size_t *shape, const void *host,
@@ -475,7 +477,8 @@ clmad_status clmad_sum(clmad_context *ctx, clmad_tensor *x, int naxes, const int
  * CLMAD_ERR_UNSUPPORTED (f64 on a device without it).
  */
 clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
-/** Mean over axes, as clmad_sum. */
+/** Mean over axes, as clmad_sum. Over an empty axis it is NaN (0/0), as in
+ * NumPy and PyTorch; its gradient is then empty. */
 clmad_status clmad_mean(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
                         clmad_tensor **out);
 
@@ -491,7 +494,9 @@ clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, 
 /** Elements [start, stop) of x along axis (a copy). Errors: CLMAD_ERR_SHAPE. */
 clmad_status clmad_slice(clmad_context *ctx, clmad_tensor *x, int axis, size_t start, size_t stop,
                          clmad_tensor **out);
-/** Concatenation of n tensors along axis; other dimensions must match. */
+/** Concatenation of n tensors along axis; other dimensions must match.
+ * Errors: CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE, CLMAD_ERR_OUT_OF_MEMORY (also
+ * when the sizes along axis sum past size_t). */
 clmad_status clmad_concat(clmad_context *ctx, int n, clmad_tensor *const *xs, int axis,
                           clmad_tensor **out);
 /** The elements of x with another shape of the same element count (a copy). */

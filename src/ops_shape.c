@@ -4,6 +4,7 @@
 #include "ops.h"
 #include "tape.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,6 +168,9 @@ clmad_status clmad_concat(clmad_context *ctx, int n, clmad_tensor *const *xs, in
         if (!ok)
             return clmad__fail(ctx, CLMAD_ERR_SHAPE,
                                "clmad_concat: input %d does not match input 0 outside axis %d", i, axis);
+        if (x->shape[axis] > SIZE_MAX - shape[axis])
+            return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY,
+                               "clmad_concat: the sizes along axis %d overflow size_t at input %d", axis, i);
         shape[axis] += x->shape[axis];
     }
     shape_data *d = calloc(1, sizeof *d);

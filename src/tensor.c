@@ -1,4 +1,5 @@
 #include "tensor.h"
+#include "strbuf.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,14 +27,29 @@ clmad_status clmad__shape_numel(const clmad_context *ctx, int ndim, const size_t
                            CLMAD_MAX_DIMS);
     if (ndim > 0 && !shape)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "shape is NULL for rank %d", ndim);
-    size_t n = 1;
+    /* NumPy's rule, the same in any order of the axes (so a transpose of an
+     * accepted shape is accepted): the product of the nonzero sizes, in
+     * bytes, fits in size_t. Every stride is then representable too. */
+    size_t nonzero = 1;
+    int empty = 0;
     for (int i = 0; i < ndim; i++) {
-        if (shape[i] != 0 && n > SIZE_MAX / elem_size / shape[i])
-            return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "tensor size overflows (axis %d of %zu)",
-                               i, shape[i]);
-        n *= shape[i];
+        if (shape[i] == 0) {
+            empty = 1;
+            continue;
+        }
+        if (nonzero > SIZE_MAX / elem_size / shape[i]) {
+            clmad_strbuf sb = {0};
+            clmad__sb_shape(&sb, ndim, shape);
+            clmad_status st = clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY,
+                                          "a tensor of shape %s is too big: the product of its "
+                                          "nonzero sizes times %zu bytes overflows size_t",
+                                          sb.data && !sb.failed ? sb.data : "(?)", elem_size);
+            clmad__sb_free(&sb);
+            return st;
+        }
+        nonzero *= shape[i];
     }
-    *numel = n;
+    *numel = empty ? 0 : nonzero;
     return CLMAD_OK;
 }
 

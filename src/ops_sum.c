@@ -3,6 +3,7 @@
 #include "ops.h"
 #include "tape.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 typedef struct sum_data {
@@ -83,9 +84,13 @@ static clmad_status reduce_op(clmad_context *ctx, const char *name, clmad_tensor
         if (!d->reduce[a] || keepdims)
             shape[ndim++] = d->reduce[a] ? 1 : x->shape[a];
     }
-    d->scale = mean ? (count ? 1.0 / (double)count : 0.0) : 1.0;
+    /* An empty mean is 0/0 (NaN), as in NumPy and PyTorch; its gradient
+     * has x's empty shape, so the scale reaches no element. */
+    d->scale = mean ? (count ? 1.0 / (double)count : NAN) : 1.0;
     clmad_tensor *y;
-    clmad_status st = clmad__reduce(ctx, x, d->reduce, d->scale, ndim, shape, &y);
+    clmad_status st = mean && count == 0
+                          ? clmad_tensor_fill(ctx, x->dtype, ndim, shape, NAN, &y)
+                          : clmad__reduce(ctx, x, d->reduce, d->scale, ndim, shape, &y);
     if (st != CLMAD_OK) {
         free(d);
         return st;

@@ -36,8 +36,41 @@ static void node_free(clmad_context *ctx, clmad_node *node)
         clmad_tensor_release(node->out_adj[o]);
         clmad_tensor_release(node->out_adj_scale[o]);
     }
-    free(node->inputs);
-    free(node);
+    free(node); /* with its arrays */
+}
+
+/* Reserves n objects of size `size` and alignment `align` at the end of a
+ * block of *end bytes; returns their offset. */
+static size_t carve(size_t *end, size_t n, size_t size, size_t align)
+{
+    size_t at = (*end + align - 1) / align * align;
+    *end = at + n * size;
+    return at;
+}
+
+/* A zeroed node with its arrays for n_inputs inputs and n_outputs outputs. */
+static clmad_node *node_alloc(int n_inputs, int n_outputs)
+{
+    size_t ni = (size_t)n_inputs, no = (size_t)n_outputs, end = sizeof(clmad_node);
+    size_t inputs = carve(&end, ni, sizeof(clmad_tensor *), _Alignof(clmad_tensor *));
+    size_t adj = carve(&end, no, sizeof(clmad_tensor *), _Alignof(clmad_tensor *));
+    size_t scale = carve(&end, no, sizeof(clmad_tensor *), _Alignof(clmad_tensor *));
+    size_t shape = carve(&end, no, sizeof(size_t[CLMAD_MAX_DIMS]), _Alignof(size_t));
+    size_t ndim = carve(&end, no, sizeof(int), _Alignof(int));
+    size_t scalar = carve(&end, no, 1, 1);
+    size_t lazy = carve(&end, no, 1, 1);
+    char *block = calloc(1, end);
+    if (!block)
+        return NULL;
+    clmad_node *node = (clmad_node *)block;
+    node->inputs = (clmad_tensor **)(block + inputs);
+    node->out_adj = (clmad_tensor **)(block + adj);
+    node->out_adj_scale = (clmad_tensor **)(block + scale);
+    node->out_shape = (size_t(*)[CLMAD_MAX_DIMS])(block + shape);
+    node->out_ndim = (int *)(block + ndim);
+    node->out_adj_scalar = (unsigned char *)(block + scalar);
+    node->out_adj_lazy = (unsigned char *)(block + lazy);
+    return node;
 }
 
 clmad_status clmad__record(clmad_context *ctx, const char *name, clmad_backward_fn backward,
@@ -53,19 +86,14 @@ clmad_status clmad__record(clmad_context *ctx, const char *name, clmad_backward_
         tape->nodes = grown;
         tape->cap = cap;
     }
-    clmad_node *node = calloc(1, sizeof *node);
-    clmad_tensor **ins = calloc((size_t)n_inputs, sizeof *ins);
-    if (!node || !ins) {
-        free(node);
-        free(ins);
+    clmad_node *node = node_alloc(n_inputs, n_outputs);
+    if (!node)
         return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory recording %s", name);
-    }
     node->name = name;
     node->backward = backward;
     node->n_inputs = n_inputs;
-    node->inputs = ins;
     for (int j = 0; j < n_inputs; j++)
-        ins[j] = clmad_tensor_retain(inputs[j]);
+        node->inputs[j] = clmad_tensor_retain(inputs[j]);
     node->n_outputs = n_outputs;
     node->dtype = outputs[0]->dtype;
     for (int o = 0; o < n_outputs; o++) {

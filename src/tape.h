@@ -10,8 +10,9 @@ typedef struct clmad_node clmad_node;
  * each to clmad__accumulate_input. out_adj entries may be NULL (zero). */
 typedef clmad_status (*clmad_backward_fn)(clmad_context *ctx, clmad_node *node);
 
-#define CLMAD_NODE_MAX_OUTPUTS 16
-
+/* A node and its per-input and per-output arrays are one allocation sized
+ * by the operation's arity: every recorded operation has a node, so it must
+ * stay small (a few hundred bytes for a binary operation). */
 struct clmad_node {
     const char *name;                     /* for messages: "broadcast(cell)", "matmul", ... */
     clmad_backward_fn backward;
@@ -19,20 +20,21 @@ struct clmad_node {
     void *data;
     uint64_t saved_bytes;                 /* device bytes node->data keeps */
     int n_inputs;
-    clmad_tensor **inputs;                /* strong references */
+    clmad_tensor **inputs;                /* n_inputs strong references */
     int n_outputs;
     clmad_dtype dtype;
-    int out_ndim[CLMAD_NODE_MAX_OUTPUTS];
-    size_t out_shape[CLMAD_NODE_MAX_OUTPUTS][CLMAD_MAX_DIMS];
-    clmad_tensor *out_adj[CLMAD_NODE_MAX_OUTPUTS]; /* adjoints gathered during backward */
+    /* Per output, n_outputs of each: */
+    int *out_ndim;
+    size_t (*out_shape)[CLMAD_MAX_DIMS];
+    clmad_tensor **out_adj;               /* adjoints gathered during backward */
     /* Lazy adjoints, never expanded to the output's shape: out_adj[o] is one
      * value for every element (out_adj_scalar[o]) and/or is to be multiplied
      * by the one-element out_adj_scale[o]; it may be another node's tensor
      * (read only). Handed over by clmad__give_adjoint; only nodes with
      * lazy_adjoints set see them, the others get full tensors. */
-    clmad_tensor *out_adj_scale[CLMAD_NODE_MAX_OUTPUTS];
-    unsigned char out_adj_scalar[CLMAD_NODE_MAX_OUTPUTS];
-    unsigned char out_adj_lazy[CLMAD_NODE_MAX_OUTPUTS];
+    clmad_tensor **out_adj_scale;
+    unsigned char *out_adj_scalar;
+    unsigned char *out_adj_lazy;
     int lazy_adjoints;                    /* backward reads lazy adjoints (broadcast nodes) */
 };
 

@@ -15,20 +15,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Sized by the kernel's arity: every recorded operation has one, so it
+ * stays small (the broadcast plan is not kept: backward plans the inputs'
+ * shapes again, which cannot change). */
 typedef struct bcast_data {
     clmad_kernel *k;            /* retained */
-    clmad_bcast_plan plan;
-    int active[CLMAD_MAX_INPUTS];
-    int store;
-    clmad_tensor *partials[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS]; /* STORE: [o * n_in + j] */
+    uint64_t active;            /* bit j: input j needs a gradient */
+    int n_partials;             /* STORE: n_outputs * n_inputs, else 0 */
+    clmad_tensor *partials[];   /* STORE: [o * n_in + j] */
 } bcast_data;
+
+_Static_assert(CLMAD_MAX_INPUTS <= 64, "bcast_data.active has a bit per input");
+
+static int is_active(const bcast_data *d, int j)
+{
+    return (int)((d->active >> j) & 1u);
+}
 
 static void bcast_free(clmad_node *node)
 {
     bcast_data *d = node->data;
     if (!d)
         return;
-    clmad__release_all(d->partials, d->k->n_outputs * d->k->n_inputs);
+    clmad__release_all(d->partials, d->n_partials);
     clmad_kernel_release(d->k);
     free(d);
     node->data = NULL;
@@ -36,12 +45,13 @@ static void bcast_free(clmad_node *node)
 
 /* Input j's gradient can be formed in place: it reads at the element index
  * and no other active input is the same tensor (which would alias). */
-static int direct_target(const clmad_node *node, const bcast_data *d, int j)
+static int direct_target(const clmad_node *node, const bcast_data *d, const clmad_bcast_plan *plan,
+                         int j)
 {
-    if (d->plan.access[j] != CLMAD_ACCESS_FULL)
+    if (plan->access[j] != CLMAD_ACCESS_FULL)
         return 0;
     for (int i = 0; i < node->n_inputs; i++)
-        if (i != j && d->active[i] && node->inputs[i] == node->inputs[j])
+        if (i != j && is_active(d, i) && node->inputs[i] == node->inputs[j])
             return 0;
     return 1;
 }
@@ -57,8 +67,8 @@ typedef struct grad_target {
     int fresh;       /* tensor goes into the empty *slot afterwards */
 } grad_target;
 
-static clmad_status target_open(clmad_context *ctx, clmad_node *node, bcast_data *d, int j,
-                                grad_target *t)
+static clmad_status target_open(clmad_context *ctx, clmad_node *node, bcast_data *d,
+                                const clmad_bcast_plan *plan, int j, grad_target *t)
 {
     memset(t, 0, sizeof *t);
     t->j = j;
@@ -67,16 +77,16 @@ static clmad_status target_open(clmad_context *ctx, clmad_node *node, bcast_data
     clmad_status st = clmad__settle_adjoint_slot(ctx, node, j);
     if (st != CLMAD_OK)
         return st;
-    if (direct_target(node, d, j) && *t->slot) {
+    if (direct_target(node, d, plan, j) && *t->slot) {
         t->tensor = *t->slot;
         t->accumulate = 1;
         return CLMAD_OK;
     }
-    if (direct_target(node, d, j)) {
+    if (direct_target(node, d, plan, j)) {
         t->fresh = 1;
         return clmad_tensor_create(ctx, node->dtype, x->ndim, x->shape, NULL, &t->tensor);
     }
-    return clmad_tensor_create(ctx, node->dtype, d->plan.out_ndim, d->plan.out_shape, NULL, &t->tensor);
+    return clmad_tensor_create(ctx, node->dtype, plan->out_ndim, plan->out_shape, NULL, &t->tensor);
 }
 
 /* After the kernel: hand the gradient to its slot. */
@@ -103,13 +113,14 @@ static clmad_status target_close(clmad_context *ctx, clmad_node *node, grad_targ
  * one value, or times a scale) and writes or accumulates every gradient of
  * the chunk; RECOMPUTE forms the partials with the dual kernel, STORE reads
  * those of the forward pass. */
-static clmad_status chunked_backward(clmad_context *ctx, clmad_node *node, bcast_data *d)
+static clmad_status chunked_backward(clmad_context *ctx, clmad_node *node, bcast_data *d,
+                                     const clmad_bcast_plan *plan)
 {
     clmad_kernel *k = d->k;
     int n_in = node->n_inputs, n_out = node->n_outputs;
     int act[CLMAD_MAX_INPUTS], n_act = 0;
     for (int j = 0; j < n_in; j++)
-        if (d->active[j] && clmad__adjoint_slot(ctx, node, j))
+        if (is_active(d, j) && clmad__adjoint_slot(ctx, node, j))
             act[n_act++] = j;
     unsigned mask = 0, scalar = 0, scaled = 0;
     int n_adj = 0;
@@ -120,8 +131,8 @@ static clmad_status chunked_backward(clmad_context *ctx, clmad_node *node, bcast
             scalar |= (unsigned)node->out_adj_scalar[o] << o;
             scaled |= (unsigned)(node->out_adj_scale[o] != NULL) << o;
         }
-    int cap = clmad_chunk_cap(ctx);
-    if (d->store) {
+    int cap = clmad_chunk_cap(ctx), store = d->n_partials > 0;
+    if (store) {
         /* A STORED kernel takes (outputs with an adjoint) x (K + 1) + K
          * buffers: at most 96 of them, well inside the 1024 bytes of
          * arguments that OpenCL guarantees. Per-input sums: chunking does
@@ -134,7 +145,7 @@ static clmad_status chunked_backward(clmad_context *ctx, clmad_node *node, bcast
     for (int first = 0; st == CLMAD_OK && first < n_act; first += size) {
         int K = n_act - first < size ? n_act - first : size;
         clmad_variant v;
-        clmad__bcast_variant(k, &d->plan, node->dtype, d->store ? CLMAD_MODE_STORED : CLMAD_MODE_VJP, &v);
+        clmad__bcast_variant(k, plan, node->dtype, store ? CLMAD_MODE_STORED : CLMAD_MODE_VJP, &v);
         v.K = K;
         v.write_values = 0;
         v.adj_mask = mask;
@@ -148,15 +159,15 @@ static clmad_status chunked_backward(clmad_context *ctx, clmad_node *node, bcast
             int j = act[first + s];
             v.slot[j] = (signed char)s;
             for (int o = 0; o < n_out; o++)
-                stored[o * K + s] = d->partials[o * n_in + j];
-            st = target_open(ctx, node, d, j, &t[s]);
+                stored[o * K + s] = store ? d->partials[o * n_in + j] : NULL;
+            st = target_open(ctx, node, d, plan, j, &t[s]);
             targets[s] = t[s].tensor;
             v.accumulate[s] = (char)t[s].accumulate;
         }
         if (st == CLMAD_OK) {
             clmad_launch_args a = {.values = node->out_adj, .derivs = targets, .inputs = node->inputs,
                                    .adj_scales = node->out_adj_scale, .stored = stored};
-            st = clmad__bcast_launch(k, &v, &d->plan, &a);
+            st = clmad__bcast_launch(k, &v, plan, &a);
         } else {
             opened--; /* the failed target released itself */
         }
@@ -169,9 +180,11 @@ static clmad_status chunked_backward(clmad_context *ctx, clmad_node *node, bcast
 static clmad_status bcast_backward(clmad_context *ctx, clmad_node *node)
 {
     bcast_data *d = node->data;
-    if (d->plan.numel == 0)
-        return CLMAD_OK;
-    return chunked_backward(ctx, node, d);
+    clmad_bcast_plan plan;
+    clmad_status st = clmad__plan_broadcast(ctx, node->name, node->inputs, node->n_inputs, &plan);
+    if (st != CLMAD_OK || plan.numel == 0)
+        return st;
+    return chunked_backward(ctx, node, d, &plan);
 }
 
 static int choose_store(const clmad_context *ctx, const clmad_bcast_plan *plan, int n_active,
@@ -198,20 +211,25 @@ static int choose_store(const clmad_context *ctx, const clmad_bcast_plan *plan, 
 clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
                                  const clmad_bcast_plan *plan, clmad_tensor **outputs)
 {
-    bcast_data *d = calloc(1, sizeof *d);
+    int active[CLMAD_MAX_INPUTS], n_active = 0;
+    uint64_t mask = 0;
+    for (int j = 0; j < k->n_inputs; j++) {
+        n_active += active[j] = clmad__needs_grad(ctx, inputs[j]);
+        mask |= (uint64_t)active[j] << j;
+    }
+    clmad_dtype dtype = inputs[0]->dtype;
+    int store = choose_store(ctx, plan, n_active, k->n_outputs, dtype);
+    int n_partials = store ? k->n_outputs * k->n_inputs : 0;
+    bcast_data *d = calloc(1, sizeof *d + (size_t)n_partials * sizeof d->partials[0]);
     if (!d)
         return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory recording a broadcast");
-    d->plan = *plan;
-    int n_active = 0;
-    for (int j = 0; j < k->n_inputs; j++)
-        n_active += d->active[j] = clmad__needs_grad(ctx, inputs[j]);
-    clmad_dtype dtype = inputs[0]->dtype;
-    d->store = choose_store(ctx, plan, n_active, k->n_outputs, dtype);
+    d->active = mask;
+    d->n_partials = n_partials;
 
     clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0};
     clmad_status st;
-    if (d->store) {
-        st = clmad__bcast_run_partials(k, plan, inputs, d->active, values, d->partials);
+    if (store) {
+        st = clmad__bcast_run_partials(k, plan, inputs, active, values, d->partials);
     } else {
         st = clmad__bcast_new_outputs(ctx, plan, dtype, k->n_outputs, values);
         if (st == CLMAD_OK && plan->numel > 0) {
@@ -230,7 +248,7 @@ clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tens
     clmad_node *node;
     st = clmad__record(ctx, k->fn_name, bcast_backward, inputs, k->n_inputs, values, k->n_outputs, &node);
     if (st != CLMAD_OK) {
-        clmad__release_all(d->partials, k->n_outputs * k->n_inputs);
+        clmad__release_all(d->partials, d->n_partials);
         clmad__release_all(values, k->n_outputs);
         free(d);
         return st;
@@ -240,12 +258,10 @@ clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tens
     node->data = d;
     node->lazy_adjoints = 1;
     node->free_data = bcast_free;
-    if (d->store) {
-        for (int i = 0; i < k->n_outputs * k->n_inputs; i++)
-            if (d->partials[i])
-                node->saved_bytes += d->partials[i]->capacity;
-        ctx->stats.tape_saved_bytes += node->saved_bytes;
-    }
+    for (int i = 0; i < d->n_partials; i++)
+        if (d->partials[i])
+            node->saved_bytes += d->partials[i]->capacity;
+    ctx->stats.tape_saved_bytes += node->saved_bytes;
     memcpy(outputs, values, (size_t)k->n_outputs * sizeof *outputs);
     return CLMAD_OK;
 }

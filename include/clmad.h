@@ -152,7 +152,8 @@ clmad_status clmad_context_device(const clmad_context *ctx, clmad_device_info *i
 /**
  * The message of the last failure on ctx (or on this thread, for ctx NULL).
  * The string is owned by clmad and valid until the next failing call on the
- * same context (thread). Empty if nothing failed.
+ * same context (thread); a thread's message is freed when the thread exits.
+ * Empty if nothing failed.
  */
 const char *clmad_last_error(const clmad_context *ctx);
 

@@ -12,6 +12,10 @@
  *   their message in clmad_last_error(NULL), which is per thread.
  * - Ownership is stated per call. Objects are released by their _release
  *   call; releasing NULL is a no-op.
+ * - Tensors and kernels belong to the context that made them. A call given
+ *   a tensor or kernel of another context than its ctx fails with
+ *   CLMAD_ERR_INVALID_ARGUMENT, the message naming the call and the
+ *   argument ("clmad_concat: xs[1] belongs to another context").
  * - A context is used by one thread at a time; separate contexts on separate
  *   threads are independent.
  * - Enum values are only ever appended, never renumbered.
@@ -285,7 +289,8 @@ void clmad_kernel_release(clmad_kernel *k);
  * tape (see "Reverse mode"); the tape then holds references to the inputs
  * and to k, so both may be released by the caller at once.
  * Errors: CLMAD_ERR_SHAPE (names the inputs and their shapes),
- * CLMAD_ERR_DTYPE, CLMAD_ERR_INVALID_ARGUMENT, CLMAD_ERR_BUILD,
+ * CLMAD_ERR_DTYPE, CLMAD_ERR_INVALID_ARGUMENT (NULL, an input or k of
+ * another context), CLMAD_ERR_BUILD,
  * CLMAD_ERR_UNSUPPORTED, CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL.
  */
 clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
@@ -312,7 +317,7 @@ clmad_status clmad_broadcast_partials(clmad_context *ctx, clmad_kernel *k,
  * shape, owned by the caller: out_tangents[o] = sum_j d out_o/d in_j * t_j.
  * One dual kernel with a single partial, whatever the number of inputs.
  * Records nothing on the tape. Errors as clmad_broadcast, and CLMAD_ERR_SHAPE / CLMAD_ERR_DTYPE for a
- * tangent that does not match its input.
+ * tangent that does not match its input (CLMAD_ERR_INVALID_ARGUMENT for one of another context).
  */
 clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
                                  clmad_tensor *const *tangents, clmad_tensor **outputs,
@@ -390,7 +395,8 @@ void clmad_tensor_zero_grad(clmad_tensor *t);
  * Errors: CLMAD_ERR_STATE (loss was not computed on the current tape, or
  * the tape was consumed by an earlier backward), CLMAD_ERR_SHAPE (a
  * non-scalar loss without seed, or a seed of another shape), CLMAD_ERR_DTYPE
- * (a seed of another dtype), and the errors of the kernels it runs. After a
+ * (a seed of another dtype), CLMAD_ERR_INVALID_ARGUMENT (NULL, a loss or
+ * seed of another context), and the errors of the kernels it runs. After a
  * failure part way through, the tape is cleared even when retained (its
  * gradients would be partial) and leaf gradients may be partly accumulated.
  */

@@ -1,6 +1,8 @@
 #include "tensor.h"
 
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +37,19 @@ clmad_status clmad__shape_numel(const clmad_context *ctx, int ndim, const size_t
     }
     *numel = n;
     return CLMAD_OK;
+}
+
+clmad_status clmad__check_same_context(clmad_context *ctx, const clmad_tensor *t, const char *call,
+                                       const char *what, ...)
+{
+    if (!t || t->ctx == ctx)
+        return CLMAD_OK;
+    char name[64];
+    va_list ap;
+    va_start(ap, what);
+    vsnprintf(name, sizeof name, what, ap);
+    va_end(ap);
+    return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: %s belongs to another context", call, name);
 }
 
 /* Allocates a tensor; `out` is the caller's out-parameter, checked here. */

@@ -16,8 +16,9 @@
  *   a tensor or kernel of another context than its ctx fails with
  *   CLMAD_ERR_INVALID_ARGUMENT, the message naming the call and the
  *   argument ("clmad_concat: xs[1] belongs to another context").
- * - A context is used by one thread at a time; separate contexts on separate
- *   threads are independent.
+ * - A context is used by one thread at a time, and so are its tensors and
+ *   kernels (their reference counts are plain integers); separate contexts
+ *   on separate threads are independent.
  * - Enum values are only ever appended, never renumbered.
  */
 #ifndef CLMAD_H
@@ -147,7 +148,16 @@ void clmad_options_init(clmad_options *opt);
  */
 clmad_status clmad_context_create(const clmad_options *opt, clmad_context **ctx);
 
-/** Releases a context. All its tensors and kernels must be released first. */
+/**
+ * Drops the caller's reference to a context. Its tape is cleared at once;
+ * the context itself (queue, program cache, pool) lives on until its last
+ * tensor and kernel are released, as in OpenCL: they may be released
+ * before or after it, in any order, and read and written meanwhile. After
+ * this call ctx may be given only to clmad_last_error (while one of its
+ * objects lives). Calls that would make new objects on it or record on its
+ * tape fail with CLMAD_ERR_STATE while its objects keep it; once they are
+ * gone, ctx is freed and any use of it is undefined.
+ */
 void clmad_context_release(clmad_context *ctx);
 
 /** The facts of the context's device. */
@@ -233,7 +243,9 @@ clmad_status clmad_tensor_write(clmad_tensor *t, const void *host, size_t size_b
 /** Adds a reference; returns t. */
 clmad_tensor *clmad_tensor_retain(clmad_tensor *t);
 
-/** Drops a reference; the last one returns the device buffer to the pool. */
+/** Drops a reference; the last one returns the device buffer to the pool,
+ * and frees the context too when it was released and t was its last
+ * object (see clmad_context_release). */
 void clmad_tensor_release(clmad_tensor *t);
 
 /** Shape queries; never fail on a valid tensor. */
@@ -266,8 +278,8 @@ typedef struct clmad_kernel clmad_kernel;
  * Creates a kernel from OpenCL C source holding function fn_name with
  * n_inputs T inputs (1..64) and n_outputs outputs (1..16). The source is
  * compiled once at once (f32 values) so that mistakes surface here.
- * The caller owns *k and releases it with clmad_kernel_release before the
- * context. The source is copied.
+ * The caller owns *k and releases it with clmad_kernel_release (before or
+ * after the context). The source is copied.
  * Errors: CLMAD_ERR_BUILD when the source does not compile or fn_name does
  * not have the expected signature; the message carries the compiler's log
  * with positions as "source:LINE:COLUMN" in the user's own source;
@@ -277,7 +289,8 @@ clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const c
                                  int n_inputs, int n_outputs, clmad_kernel **k);
 
 /** Drops the caller's reference to a kernel; its compiled variants go with
- * the last reference (tape nodes that use the kernel hold one each). */
+ * the last reference (tape nodes that use the kernel hold one each), and
+ * the context too when it was released and k was its last object. */
 void clmad_kernel_release(clmad_kernel *k);
 
 /**

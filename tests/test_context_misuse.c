@@ -1,7 +1,11 @@
-/* Misuse of contexts (issue 13, item 2): a tensor or kernel of another
- * context handed to any call fails with CLMAD_ERR_INVALID_ARGUMENT and a
- * message that names the call, the argument and "belongs to another
- * context", records nothing and leaves both contexts working.
+/* Misuse of contexts (issue 13, items 2 and 8):
+ * - a tensor or kernel of another context handed to any call fails with
+ *   CLMAD_ERR_INVALID_ARGUMENT and a message that names the call, the
+ *   argument and "belongs to another context", records nothing and leaves
+ *   both contexts working;
+ * - a context released before its tensors and kernels lives on until the
+ *   last of them goes (as OpenCL does): they can still be read, written and
+ *   released, in any order, and new work on the released context is refused.
  * `make test-asan` and `make test-valgrind` check that nothing here touches
  * freed memory or leaks. */
 #include "support.h"
@@ -171,4 +175,83 @@ Test(context_misuse, cross_context_ops_fail_and_natural_release_is_safe)
     clmad_tensor_release(b);
     clmad_context_release(ca);
     clmad_context_release(cb);
+}
+
+/* ---- item 8: a context released before its objects ------------------------- */
+
+/* Everything a user may still hold: a leaf with a gradient, the output of a
+ * recorded broadcast (the tape holds the leaf and the kernel), a kernel.
+ * The context goes first; the objects are then used and released. */
+Test(context_misuse, objects_outlive_their_released_context)
+{
+    clmad_context *ctx = test_context();
+    size_t s[1] = {4};
+    float xv[4] = {1, 2, 3, 4};
+    clmad_tensor *x = NULL, *c = NULL, *y = NULL, *loss = NULL, *g = NULL;
+    clmad_kernel *k = NULL;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 1, s, xv, &x));
+    CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, s, 0.5, &c));
+    CHECK_OK(ctx, clmad_kernel_create(ctx, SQ_SRC, "sq_plus", 2, 1, &k));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(x, 1));
+    clmad_tensor *in[2] = {x, c};
+    CHECK_OK(ctx, clmad_broadcast(ctx, k, in, &y));
+    CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &loss));
+    CHECK_OK(ctx, clmad_set_retain_tape(ctx, 1));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    CHECK_OK(ctx, clmad_tensor_grad(x, &g));
+    cr_assert_gt(tape_nodes(ctx), 0, "the tape should still hold nodes");
+
+    clmad_context_release(ctx);
+
+    /* The objects still work: read, write, gradients, flags. */
+    float v[4];
+    CHECK_OK(NULL, clmad_tensor_read(y, v, sizeof v));
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(v[i], xv[i] * xv[i] + 0.5f, "y[%d] = %g", i, v[i]);
+    CHECK_OK(NULL, clmad_tensor_read(g, v, sizeof v));
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(v[i], 2 * xv[i], "grad[%d] = %g", i, v[i]);
+    float w[4] = {9, 8, 7, 6};
+    CHECK_OK(NULL, clmad_tensor_write(c, w, sizeof w));
+    CHECK_OK(NULL, clmad_tensor_read(c, v, sizeof v));
+    cr_assert_eq(v[3], 6.0f);
+    cr_assert_eq(clmad_tensor_requires_grad(y), 0, "the tape went with the context's release");
+    CHECK_OK(NULL, clmad_tensor_set_requires_grad(y, 0));
+    clmad_tensor_zero_grad(x);
+    clmad_tensor *none = SENTINEL;
+    CHECK_OK(NULL, clmad_tensor_grad(x, &none));
+    cr_assert_null(none);
+
+    /* Released in an order unrelated to creation; the last one (a kernel)
+     * takes the context with it. */
+    clmad_tensor_release(loss);
+    clmad_tensor_release(x);
+    clmad_tensor_release(g);
+    clmad_tensor_release(y);
+    clmad_tensor_release(c);
+    clmad_kernel_release(k);
+}
+
+/* A released context that its tensors keep alive takes no new work: that
+ * work would keep it alive (tape nodes hold tensors) with nobody left to
+ * release it. */
+Test(context_misuse, released_context_refuses_new_work)
+{
+    clmad_context *ctx = test_context();
+    size_t s[1] = {4};
+    clmad_tensor *x = filled(ctx, 1, s, 3), *out = SENTINEL;
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(x, 1));
+    clmad_context_release(ctx);
+
+    EXPECT_ERR(ctx, clmad_add(ctx, x, x, &out), CLMAD_ERR_STATE, "clmad_add", "released");
+    EXPECT_ERR(ctx, clmad_sum(ctx, x, 0, NULL, 0, &out), CLMAD_ERR_STATE, "clmad_sum", "released");
+    EXPECT_ERR(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, s, 1.0, &out), CLMAD_ERR_STATE, "released");
+    clmad_kernel *k = NULL;
+    EXPECT_ERR(ctx, clmad_kernel_create(ctx, SQ_SRC, "sq_plus", 2, 1, &k), CLMAD_ERR_STATE, "released");
+    cr_assert_null(k);
+    cr_assert_eq(out, SENTINEL);
+    float v[4];
+    CHECK_OK(NULL, clmad_tensor_read(x, v, sizeof v));
+    cr_assert_eq(v[0], 3.0f);
+    clmad_tensor_release(x);
 }

@@ -12,8 +12,13 @@
  *   their message in clmad_last_error(NULL), which is per thread.
  * - Ownership is stated per call. Objects are released by their _release
  *   call; releasing NULL is a no-op.
- * - A context is used by one thread at a time; separate contexts on separate
- *   threads are independent.
+ * - Tensors and kernels belong to the context that made them. A call given
+ *   a tensor or kernel of another context than its ctx fails with
+ *   CLMAD_ERR_INVALID_ARGUMENT, the message naming the call and the
+ *   argument ("clmad_concat: xs[1] belongs to another context").
+ * - A context is used by one thread at a time, and so are its tensors and
+ *   kernels (their reference counts are plain integers); separate contexts
+ *   on separate threads are independent.
  * - Enum values are only ever appended, never renumbered.
  */
 #ifndef CLMAD_H
@@ -143,7 +148,16 @@ void clmad_options_init(clmad_options *opt);
  */
 clmad_status clmad_context_create(const clmad_options *opt, clmad_context **ctx);
 
-/** Releases a context. All its tensors and kernels must be released first. */
+/**
+ * Drops the caller's reference to a context. Its tape is cleared at once;
+ * the context itself (queue, program cache, pool) lives on until its last
+ * tensor and kernel are released, as in OpenCL: they may be released
+ * before or after it, in any order, and read and written meanwhile. After
+ * this call ctx may be given only to clmad_last_error (while one of its
+ * objects lives). Calls that would make new objects on it or record on its
+ * tape fail with CLMAD_ERR_STATE while its objects keep it; once they are
+ * gone, ctx is freed and any use of it is undefined.
+ */
 void clmad_context_release(clmad_context *ctx);
 
 /** The facts of the context's device. */
@@ -232,7 +246,9 @@ clmad_status clmad_tensor_write(clmad_tensor *t, const void *host, size_t size_b
 /** Adds a reference; returns t. */
 clmad_tensor *clmad_tensor_retain(clmad_tensor *t);
 
-/** Drops a reference; the last one returns the device buffer to the pool. */
+/** Drops a reference; the last one returns the device buffer to the pool,
+ * and frees the context too when it was released and t was its last
+ * object (see clmad_context_release). */
 void clmad_tensor_release(clmad_tensor *t);
 
 /** Shape queries; never fail on a valid tensor. */
@@ -265,8 +281,8 @@ typedef struct clmad_kernel clmad_kernel;
  * Creates a kernel from OpenCL C source holding function fn_name with
  * n_inputs T inputs (1..64) and n_outputs outputs (1..16). The source is
  * compiled once at once (f32 values) so that mistakes surface here.
- * The caller owns *k and releases it with clmad_kernel_release before the
- * context. The source is copied.
+ * The caller owns *k and releases it with clmad_kernel_release (before or
+ * after the context). The source is copied.
  * Errors: CLMAD_ERR_BUILD when the source does not compile or fn_name does
  * not have the expected signature; the message carries the compiler's log
  * with positions as "source:LINE:COLUMN" in the user's own source;
@@ -276,7 +292,8 @@ clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const c
                                  int n_inputs, int n_outputs, clmad_kernel **k);
 
 /** Drops the caller's reference to a kernel; its compiled variants go with
- * the last reference (tape nodes that use the kernel hold one each). */
+ * the last reference (tape nodes that use the kernel hold one each), and
+ * the context too when it was released and k was its last object. */
 void clmad_kernel_release(clmad_kernel *k);
 
 /**
@@ -288,7 +305,8 @@ void clmad_kernel_release(clmad_kernel *k);
  * tape (see "Reverse mode"); the tape then holds references to the inputs
  * and to k, so both may be released by the caller at once.
  * Errors: CLMAD_ERR_SHAPE (names the inputs and their shapes),
- * CLMAD_ERR_DTYPE, CLMAD_ERR_INVALID_ARGUMENT, CLMAD_ERR_BUILD,
+ * CLMAD_ERR_DTYPE, CLMAD_ERR_INVALID_ARGUMENT (NULL, an input or k of
+ * another context), CLMAD_ERR_BUILD,
  * CLMAD_ERR_UNSUPPORTED, CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL.
  */
 clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
@@ -315,7 +333,7 @@ clmad_status clmad_broadcast_partials(clmad_context *ctx, clmad_kernel *k,
  * shape, owned by the caller: out_tangents[o] = sum_j d out_o/d in_j * t_j.
  * One dual kernel with a single partial, whatever the number of inputs.
  * Records nothing on the tape. Errors as clmad_broadcast, and CLMAD_ERR_SHAPE / CLMAD_ERR_DTYPE for a
- * tangent that does not match its input.
+ * tangent that does not match its input (CLMAD_ERR_INVALID_ARGUMENT for one of another context).
  */
 clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
                                  clmad_tensor *const *tangents, clmad_tensor **outputs,
@@ -395,7 +413,8 @@ void clmad_tensor_zero_grad(clmad_tensor *t);
  * Errors: CLMAD_ERR_STATE (loss was not computed on the current tape, or
  * the tape was consumed by an earlier backward), CLMAD_ERR_SHAPE (a
  * non-scalar loss without seed, or a seed of another shape), CLMAD_ERR_DTYPE
- * (a seed of another dtype), and the errors of the kernels it runs. After a
+ * (a seed of another dtype), CLMAD_ERR_INVALID_ARGUMENT (NULL, a loss or
+ * seed of another context), and the errors of the kernels it runs. After a
  * failure part way through, the tape is cleared even when retained (its
  * gradients would be partial) and leaf gradients may be partly accumulated.
  */

@@ -51,13 +51,15 @@ clmad_status clmad__bcast_check_and_plan(clmad_context *ctx, clmad_kernel *k, cl
     if (k->ctx != ctx)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
                            "%s(%s): the kernel belongs to another context", call, k->fn_name);
+    char what[160];
+    snprintf(what, sizeof what, "%s(%s)", call, k->fn_name);
     for (int j = 0; j < k->n_inputs; j++) {
         if (!inputs[j])
             return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s(%s): input %d is NULL", call,
                                k->fn_name, j);
-        if (inputs[j]->ctx != ctx)
-            return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
-                               "%s(%s): input %d belongs to another context", call, k->fn_name, j);
+        clmad_status st = clmad__check_same_context(ctx, inputs[j], what, "input %d", j);
+        if (st != CLMAD_OK)
+            return st;
         if (inputs[j]->dtype != inputs[0]->dtype)
             return clmad__fail(ctx, CLMAD_ERR_DTYPE,
                                "%s(%s): input %d is %s but input 0 is %s; inputs must share one dtype",
@@ -67,8 +69,6 @@ clmad_status clmad__bcast_check_and_plan(clmad_context *ctx, clmad_kernel *k, cl
     clmad_status st = clmad__check_dtype(ctx, inputs[0]->dtype);
     if (st != CLMAD_OK)
         return st;
-    char what[160];
-    snprintf(what, sizeof what, "%s(%s)", call, k->fn_name);
     return clmad__plan_broadcast(ctx, what, inputs, k->n_inputs, plan);
 }
 
@@ -343,10 +343,15 @@ clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, clmad_tens
         const clmad_tensor *t = tangents[j], *x = inputs[j];
         if (!t)
             continue;
+        char what[160];
+        snprintf(what, sizeof what, "clmad_broadcast_jvp(%s)", k->fn_name);
+        st = clmad__check_same_context(ctx, t, what, "tangent %d", j);
+        if (st != CLMAD_OK)
+            return st;
         if (t->dtype != x->dtype)
             return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_broadcast_jvp(%s): tangent %d has another dtype than its input",
                                k->fn_name, j);
-        int same = t->ndim == x->ndim && t->ctx == ctx;
+        int same = t->ndim == x->ndim;
         for (int d = 0; same && d < t->ndim; d++)
             same = t->shape[d] == x->shape[d];
         if (!same)

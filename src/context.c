@@ -95,6 +95,7 @@ clmad_status clmad_context_create(const clmad_options *options, clmad_context **
     clmad_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory creating a context");
+    ctx->refcount = 1;
     ctx->platform = dev.platform;
     ctx->device = dev.device;
     ctx->info = dev.info;
@@ -146,16 +147,13 @@ clmad_status clmad_context_create(const clmad_options *options, clmad_context **
     return CLMAD_OK;
 }
 
-void clmad_context_release(clmad_context *ctx)
+/* Frees what the context holds itself; its tape and builtins are gone
+ * already (clmad_context_release), and so are its tensors and kernels. */
+static void context_destroy(clmad_context *ctx)
 {
-    if (!ctx)
-        return;
     if (ctx->queue)
         clFinish(ctx->queue);
-    clmad__tape_free_nodes(ctx);
     free(ctx->tape.nodes);
-    for (int b = 0; b < CLMAD_BUILTIN_COUNT; b++)
-        clmad_kernel_release(ctx->builtins[b]);
     for (int d = 0; d < 2; d++)
         for (int i = 0; i < CLMAD_OPS_COUNT; i++)
             if (ctx->ops[d][i])
@@ -169,6 +167,46 @@ void clmad_context_release(clmad_context *ctx)
     free(ctx->cache_dir);
     free(ctx->error.text);
     free(ctx);
+}
+
+void clmad__context_retain(clmad_context *ctx)
+{
+    ctx->refcount++;
+}
+
+void clmad__context_unref(clmad_context *ctx)
+{
+    if (--ctx->refcount == 0)
+        context_destroy(ctx);
+}
+
+clmad_status clmad__check_open(const clmad_context *ctx, const char *call)
+{
+    if (!ctx->released)
+        return CLMAD_OK;
+    return clmad__fail(ctx, CLMAD_ERR_STATE,
+                       "%s: the context was released (its remaining tensors and kernels can only be "
+                       "read, written and released)",
+                       call);
+}
+
+void clmad_context_release(clmad_context *ctx)
+{
+    if (!ctx || ctx->released) /* a second release has no reference left to drop */
+        return;
+    ctx->released = 1;
+    if (ctx->queue)
+        clFinish(ctx->queue);
+    /* Drop what the context keeps itself (the tape's references to tensors
+     * and kernels, the builtins, the pooled buffers), then the user's
+     * reference: the rest goes with the last tensor or kernel. */
+    clmad__tape_free_nodes(ctx);
+    for (int b = 0; b < CLMAD_BUILTIN_COUNT; b++) {
+        clmad_kernel_release(ctx->builtins[b]);
+        ctx->builtins[b] = NULL;
+    }
+    clmad__buffer_pool_clear(ctx);
+    clmad__context_unref(ctx);
 }
 
 clmad_status clmad_context_device(const clmad_context *ctx, clmad_device_info *info)

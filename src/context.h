@@ -78,7 +78,24 @@ struct clmad_context {
     clmad_tape tape;
     cl_kernel ops[2][CLMAD_OPS_COUNT];        /* [dtype][id] */
     struct clmad_kernel *builtins[CLMAD_BUILTIN_COUNT];
+    /* The user's reference (until clmad_context_release) plus one per live
+     * tensor and kernel, builtins included: the context is destroyed with
+     * the last. A plain int: a context and its objects are used by one
+     * thread at a time. Tape nodes and builtins, which the context owns
+     * itself, are dropped by clmad_context_release, so they never keep it. */
+    int refcount;
+    int released;                   /* clmad_context_release was called */
 };
+
+/* A tensor or kernel of ctx was made (retain) or has gone (unref; the last
+ * reference destroys the context). */
+void clmad__context_retain(clmad_context *ctx);
+void clmad__context_unref(clmad_context *ctx);
+
+/* CLMAD_ERR_STATE, naming `call`, once the user has released ctx: work
+ * that would make objects or record on the tape of a context that only
+ * its remaining objects keep alive is refused. */
+clmad_status clmad__check_open(const clmad_context *ctx, const char *call);
 
 /* The cl/ops.cl kernel `id` for dtype, built on first use; owned by ctx. */
 clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_kernel_id id,

@@ -121,7 +121,9 @@ clmad_status clmad_gradcheck(clmad_context *ctx, clmad_kernel *k, clmad_dtype dt
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_gradcheck: the kernel belongs to another context");
     if (dtype != CLMAD_F32 && dtype != CLMAD_F64)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_gradcheck: unknown dtype %d", (int)dtype);
-    clmad_status st = clmad__check_dtype(ctx, dtype);
+    clmad_status st = clmad__check_open(ctx, "clmad_gradcheck");
+    if (st == CLMAD_OK)
+        st = clmad__check_dtype(ctx, dtype);
     if (st != CLMAD_OK)
         return st;
     /* The host buffers hold n_points * max(n_inputs, n_outputs) doubles,

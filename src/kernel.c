@@ -94,6 +94,9 @@ clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const c
     if (!source || !fn_name || !out)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
                            "clmad_kernel_create: source, fn_name and k must not be NULL");
+    clmad_status usable = clmad__check_open(ctx, "clmad_kernel_create");
+    if (usable != CLMAD_OK)
+        return usable;
     if (!is_identifier(fn_name))
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
                            "clmad_kernel_create: \"%s\" is not a C identifier", fn_name);
@@ -115,6 +118,7 @@ clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const c
         return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory creating a kernel");
     }
     k->ctx = ctx;
+    clmad__context_retain(ctx);
     k->refcount = 1;
     k->n_inputs = n_inputs;
     k->n_outputs = n_outputs;
@@ -154,7 +158,9 @@ void clmad_kernel_release(clmad_kernel *k)
         free(kv);
         kv = next;
     }
+    clmad_context *ctx = k->ctx;
     free(k->source);
     free(k->fn_name);
     free(k);
+    clmad__context_unref(ctx); /* the last object of a released context takes it along */
 }

@@ -79,8 +79,11 @@ clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clm
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_dot: ctx is NULL");
     if (!a || !b || !out)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_dot: NULL argument");
-    if (a->ctx != ctx || b->ctx != ctx)
-        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_dot: tensors of another context");
+    clmad_status st = clmad__check_same_context(ctx, a, "clmad_dot", "a");
+    if (st == CLMAD_OK)
+        st = clmad__check_same_context(ctx, b, "clmad_dot", "b");
+    if (st != CLMAD_OK)
+        return st;
     if (a->dtype != b->dtype)
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_dot: a is %s, b is %s",
                            a->dtype == CLMAD_F64 ? "f64" : "f32", b->dtype == CLMAD_F64 ? "f64" : "f32");
@@ -91,7 +94,7 @@ clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clm
         return clmad__fail(ctx, CLMAD_ERR_SHAPE,
                            "clmad_dot: a and b must have the same shape (ranks %d and %d; no broadcasting)",
                            a->ndim, b->ndim);
-    clmad_status st = clmad__check_dtype(ctx, a->dtype);
+    st = clmad__check_dtype(ctx, a->dtype);
     if (st != CLMAD_OK)
         return st;
     clmad_tensor *y;

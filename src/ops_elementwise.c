@@ -42,6 +42,9 @@ static clmad_status builtin(clmad_context *ctx, clmad_builtin_id id, clmad_tenso
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "builtin operation: ctx is NULL");
     if (!out)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "builtin operation: out is NULL");
+    clmad_status usable = clmad__check_open(ctx, BUILTINS[id].name);
+    if (usable != CLMAD_OK)
+        return usable;
     if (!ctx->builtins[id]) {
         clmad_status st = clmad_kernel_create(ctx, BUILTINS[id].source, BUILTINS[id].name, BUILTINS[id].n_inputs,
                                               1, &ctx->builtins[id]);

@@ -122,6 +122,11 @@ clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, 
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_matmul: ctx is NULL");
     if (!a || !b || !out)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_matmul: NULL argument");
+    clmad_status st = clmad__check_same_context(ctx, a, "clmad_matmul", "a");
+    if (st == CLMAD_OK)
+        st = clmad__check_same_context(ctx, b, "clmad_matmul", "b");
+    if (st != CLMAD_OK)
+        return st;
     if (a->ndim != 2 || b->ndim != 2)
         return clmad__fail(ctx, CLMAD_ERR_SHAPE, "clmad_matmul: operands must be 2-d (ranks %d and %d)",
                            a->ndim, b->ndim);
@@ -135,7 +140,7 @@ clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, 
                            m, k, kb, n);
     size_t shape[2] = {m, n};
     clmad_tensor *c = NULL;
-    clmad_status st = clmad_tensor_create(ctx, a->dtype, 2, shape, NULL, &c);
+    st = clmad_tensor_create(ctx, a->dtype, 2, shape, NULL, &c);
     if (st == CLMAD_OK)
         st = gemm(ctx, trans_a != 0, trans_b != 0, m, n, k, a, b, 0.0, c);
     clmad_tensor *ins[2] = {a, b};

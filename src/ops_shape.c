@@ -100,6 +100,9 @@ clmad_status clmad_slice(clmad_context *ctx, clmad_tensor *x, int axis, size_t s
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_slice: ctx is NULL");
     if (!x || !out)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_slice: NULL argument");
+    clmad_status checked = clmad__check_same_context(ctx, x, "clmad_slice", "x");
+    if (checked != CLMAD_OK)
+        return checked;
     clmad_status st = check_axis(ctx, "clmad_slice", x, &axis);
     if (st != CLMAD_OK)
         return st;
@@ -152,6 +155,11 @@ clmad_status clmad_concat(clmad_context *ctx, int n, clmad_tensor *const *xs, in
     for (int i = 0; i < n; i++)
         if (!xs[i])
             return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_concat: input %d is NULL", i);
+    for (int i = 0; i < n; i++) {
+        clmad_status checked = clmad__check_same_context(ctx, xs[i], "clmad_concat", "xs[%d]", i);
+        if (checked != CLMAD_OK)
+            return checked;
+    }
     clmad_status st = check_axis(ctx, "clmad_concat", xs[0], &axis);
     if (st != CLMAD_OK)
         return st;
@@ -206,6 +214,9 @@ clmad_status clmad_reshape(clmad_context *ctx, clmad_tensor *x, int ndim, const 
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_reshape: ctx is NULL");
     if (!x || !out)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_reshape: NULL argument");
+    clmad_status checked = clmad__check_same_context(ctx, x, "clmad_reshape", "x");
+    if (checked != CLMAD_OK)
+        return checked;
     size_t numel;
     clmad_status st = clmad__shape_numel(ctx, ndim, shape, clmad_dtype_size(x->dtype), &numel);
     if (st != CLMAD_OK)
@@ -244,6 +255,9 @@ clmad_status clmad_transpose(clmad_context *ctx, clmad_tensor *x, const int *per
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_transpose: ctx is NULL");
     if (!x || !out)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_transpose: NULL argument");
+    clmad_status checked = clmad__check_same_context(ctx, x, "clmad_transpose", "x");
+    if (checked != CLMAD_OK)
+        return checked;
     shape_data *d = calloc(1, sizeof *d);
     if (!d)
         return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory in clmad_transpose");

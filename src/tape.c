@@ -354,8 +354,11 @@ clmad_status clmad_backward(clmad_context *ctx, clmad_tensor *loss, clmad_tensor
 {
     if (!ctx || !loss)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_backward: ctx and loss must not be NULL");
-    if (loss->ctx != ctx || (seed && seed->ctx != ctx))
-        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_backward: tensors of another context");
+    clmad_status checked = clmad__check_same_context(ctx, loss, "clmad_backward", "loss");
+    if (checked == CLMAD_OK)
+        checked = clmad__check_same_context(ctx, seed, "clmad_backward", "seed");
+    if (checked != CLMAD_OK)
+        return checked;
     if (!clmad__needs_grad(ctx, loss))
         return clmad__fail(ctx, CLMAD_ERR_STATE,
                            "clmad_backward: the loss has no tape behind it: it was not computed from "

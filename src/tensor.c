@@ -1,7 +1,9 @@
 #include "tensor.h"
 #include "strbuf.h"
 
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +55,20 @@ clmad_status clmad__shape_numel(const clmad_context *ctx, int ndim, const size_t
     return CLMAD_OK;
 }
 
+clmad_status clmad__check_same_context(clmad_context *ctx, const clmad_tensor *t, const char *call,
+                                       const char *what, ...)
+{
+    clmad_status st = clmad__check_open(ctx, call);
+    if (st != CLMAD_OK || !t || t->ctx == ctx)
+        return st;
+    char name[64];
+    va_list ap;
+    va_start(ap, what);
+    vsnprintf(name, sizeof name, what, ap);
+    va_end(ap);
+    return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: %s belongs to another context", call, name);
+}
+
 /* Allocates a tensor; `out` is the caller's out-parameter, checked here. */
 static clmad_status tensor_alloc(clmad_context *ctx, clmad_dtype dtype, int ndim,
                                  const size_t *shape, clmad_tensor **result, clmad_tensor **out)
@@ -61,7 +77,9 @@ static clmad_status tensor_alloc(clmad_context *ctx, clmad_dtype dtype, int ndim
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "tensor creation: ctx is NULL");
     if (!out)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "tensor creation: out is NULL");
-    clmad_status st = clmad__check_dtype(ctx, dtype);
+    clmad_status st = clmad__check_open(ctx, "tensor creation");
+    if (st == CLMAD_OK)
+        st = clmad__check_dtype(ctx, dtype);
     if (st != CLMAD_OK)
         return st;
     size_t numel;
@@ -86,6 +104,7 @@ static clmad_status tensor_alloc(clmad_context *ctx, clmad_dtype dtype, int ndim
         }
         ctx->stats.live_tensor_bytes += t->capacity;
     }
+    clmad__context_retain(ctx);
     *result = t;
     return CLMAD_OK;
 }
@@ -175,12 +194,14 @@ void clmad_tensor_release(clmad_tensor *t)
 {
     if (!t || --t->refcount > 0)
         return;
+    clmad_context *ctx = t->ctx;
     clmad_tensor_release(t->grad);
     if (t->mem) {
-        t->ctx->stats.live_tensor_bytes -= t->capacity;
-        clmad__buffer_return(t->ctx, t->mem, t->capacity);
+        ctx->stats.live_tensor_bytes -= t->capacity;
+        clmad__buffer_return(ctx, t->mem, t->capacity);
     }
     free(t);
+    clmad__context_unref(ctx); /* the last object of a released context takes it along */
 }
 
 int clmad_tensor_ndim(const clmad_tensor *t)

@@ -21,6 +21,14 @@ struct clmad_tensor {
     int out_index;             /* which output of node */
 };
 
+/* Checks a tensor handed to `call` on ctx: CLMAD_ERR_STATE when ctx was
+ * released (clmad__check_open), CLMAD_ERR_INVALID_ARGUMENT when t belongs
+ * to another context, the message naming the call and the argument (what,
+ * a printf format: "x", "xs[%d]", "input %d"). A NULL t passes (callers
+ * check NULL themselves, with their own rules). */
+clmad_status clmad__check_same_context(clmad_context *ctx, const clmad_tensor *t, const char *call,
+                                       const char *what, ...) CLMAD_PRINTF(4, 5);
+
 /* Size in bytes of the tensor's elements. */
 size_t clmad__tensor_bytes(const clmad_tensor *t);
 

@@ -123,7 +123,11 @@ typedef struct clmad_options {
      * or a case-insensitive substring of the device name. */
     const char *device;
     /* Folder of the on-disk program cache; NULL means CLMAD_CACHE_DIR, else
-     * $XDG_CACHE_HOME/clmad, else $HOME/.cache/clmad. "" disables it. */
+     * $XDG_CACHE_HOME/clmad, else $HOME/.cache/clmad. "" disables it.
+     * The folder is trusted: its files are loaded as program binaries. A
+     * missing folder is made with mode 0700; one not owned by the user or
+     * writable by group or others is not used (the disk cache is off and
+     * clmad_stats.disk_cache_problem says why). */
     const char *cache_dir;
     /* Pretend the device lacks fp64 (to test the error path). */
     int disable_fp64;
@@ -176,7 +180,7 @@ typedef struct clmad_stats {
     uint64_t programs_compiled;    /* builds from OpenCL C source (the compiler ran) */
     uint64_t programs_from_disk;   /* programs loaded from the on-disk cache */
     uint64_t program_memory_hits;  /* requests served by the in-memory cache */
-    uint64_t disk_cache_rejected;  /* corrupt, truncated or stale files rebuilt */
+    uint64_t disk_cache_rejected;  /* corrupt, truncated, stale or unusable files rebuilt */
     uint64_t live_tensor_bytes;    /* device bytes held by live tensors */
     uint64_t pool_bytes;           /* device bytes kept by the pool for reuse */
     uint64_t pool_hits;            /* allocations served by the pool */
@@ -186,6 +190,11 @@ typedef struct clmad_stats {
     uint64_t kernels_launched;     /* kernels clmad enqueued (its own; CLBlast's GEMMs not counted) */
     uint64_t bytes_moved;          /* device bytes those kernels read and wrote, as planned: each
                                       array element a kernel reads or writes counts once */
+    uint64_t disk_cache_write_failures; /* programs the on-disk cache could not store */
+    char disk_cache_problem[256];  /* "" or the first problem the on-disk cache met on this
+                                      context: a refused or unusable folder (the disk cache
+                                      is then off), a rejected file, a failed write. The
+                                      calls go on, compiling from source. */
 } clmad_stats;
 
 /** Reads the counters of ctx. */

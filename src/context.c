@@ -130,6 +130,7 @@ clmad_status clmad_context_create(const clmad_options *options, clmad_context **
     }
 
     ctx->cache_dir = resolve_cache_dir(opt->cache_dir);
+    clmad__disk_cache_open(ctx);
     uint64_t limit = opt->pool_limit_bytes;
     if (limit == 0) {
         /* A quarter of the device, at most 8 GiB: one forward + backward of
@@ -164,6 +165,7 @@ static void context_destroy(clmad_context *ctx)
         clReleaseCommandQueue(ctx->queue);
     if (ctx->cl)
         clReleaseContext(ctx->cl);
+    clmad__disk_cache_close(ctx);
     free(ctx->cache_dir);
     free(ctx->error.text);
     free(ctx);

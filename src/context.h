@@ -70,6 +70,7 @@ struct clmad_context {
     int items;                      /* elements per work-item of the generated kernels
                                        (CLMAD_CPU_ITEMS_PER_WORK_ITEM, or 1) */
     char *cache_dir;                /* on-disk program cache folder, NULL if off */
+    int cache_fd;                   /* that folder, open (when cache_dir is not NULL) */
     clmad_program_cache programs;
     clmad_buffer_pool pool;
     clmad_stats stats;

@@ -37,18 +37,6 @@ rm -rf "$logs"
 mkdir -p "$logs"
 mode=${CLMAD_CHECK:-}
 
-# True when the sanitizer logs exist and hold nothing but LeakSanitizer's
-# report of its own tracer crashing.
-lsan_tracer_crash_only() {
-    local f any=0
-    for f in "$logs"/*; do
-        [ -s "$f" ] || continue
-        grep -qvE "^Tracer caught signal|LeakSanitizer has encountered a fatal error|^==[0-9]+==HINT: " "$f" && return 1
-        any=1
-    done
-    [ "$any" = 1 ]
-}
-
 case "$mode" in
 asan)
     # detect_leaks: LSan at the exit of every process. UBSan aborts on its
@@ -62,33 +50,27 @@ asan)
     # 0x138c0 bytes ... unable to unmap" in UnsetAlternateSignalStack; seen
     # in test_threads, whose threads create the first contexts). Without its
     # own alternate stack ASan only loses its report of a stack overflow.
-    export ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:print_suppressions=0:use_sigaltstack=0:${ASAN_OPTIONS:-}"
+    # intercept_tls_get_addr=0: the cause of LeakSanitizer's "Tracer caught
+    # signal 11" at the exit of programs that ran POCL. The runtime of GCC 12
+    # (and of LLVM up to 16) guesses the bounds of each dynamic TLS block in
+    # its __tls_get_addr interceptor: a block whose address is 16 modulo
+    # 4096 is taken for one with glibc 2.19's header, and the two words
+    # before it (here an allocator chunk header) are read as its start and
+    # size. LSan's tracer then scans that range and faults. Whether a block
+    # lands at such an address depends on the heap layout, hence the flakes
+    # (with verbosity=2, test_program_cache logged "glibc >=2.19 suspected;
+    # tls={0x781 0x1800001102}" and "Tracer caught signal 11: addr=0x788" in
+    # every run; none with the option). What the option costs: LSan no
+    # longer takes dynamic TLS blocks for roots, so a block pointed to only
+    # from a dlopen'ed library's thread-local variable would be reported (a
+    # false alarm, never a missed leak; none is reported here). The
+    # checker_reports_leaks test (leak_probe.c) shows a lost block is still
+    # reported after POCL ran.
+    export ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=1:print_suppressions=0:use_sigaltstack=0:intercept_tls_get_addr=0:${ASAN_OPTIONS:-}"
     export LSAN_OPTIONS="suppressions=$here/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
     "$@"
     status=$?
-    # LeakSanitizer's stop-the-world tracer sometimes crashes at the exit of
-    # a process that ran POCL's compiler ("Tracer caught signal 11",
-    # "LeakSanitizer has encountered a fatal error"; google/sanitizers#1353,
-    # open): the checker failed, it found nothing. When that is all the logs
-    # hold, the program runs once more. When the tracer crashes again (seen
-    # every time in test_program_cache, which compiles into fresh caches,
-    # once the generated kernels had their vectorised loops), a third run
-    # checks everything but leaks, and says so: memcheck (make
-    # test-valgrind, on hosts without AVX-512) checks that program's leaks.
-    if lsan_tracer_crash_only; then
-        echo "check-run.sh: LeakSanitizer's tracer crashed in $name (no finding); running it again" >&2
-        rm -f "$logs"/*
-        "$@"
-        status=$?
-    fi
-    if lsan_tracer_crash_only; then
-        echo "check-run.sh: LeakSanitizer's tracer crashed again in $name: running it without the leak" \
-             "check (ASan and UBSan stay on)" >&2
-        rm -f "$logs"/*
-        ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" "$@"
-        status=$?
-    fi
     ;;
 tsan)
     export TSAN_OPTIONS="log_path=$logs/tsan:suppressions=$here/tsan.supp:print_suppressions=0:second_deadlock_stack=1:${TSAN_OPTIONS:-}"

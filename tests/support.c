@@ -40,6 +40,21 @@ clmad_context *test_context_with(const clmad_options *opt)
     return ctx;
 }
 
+clmad_context *test_context_with_cache(const char *dir)
+{
+    clmad_options opt;
+    clmad_options_init(&opt);
+    opt.cache_dir = dir;
+    return test_context_with(&opt);
+}
+
+clmad_stats test_stats(clmad_context *ctx)
+{
+    clmad_stats s;
+    CHECK_OK(ctx, clmad_context_stats(ctx, &s));
+    return s;
+}
+
 clmad_context *test_context(void)
 {
     return test_context_with(NULL);

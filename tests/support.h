@@ -19,6 +19,12 @@ clmad_context *test_context(void);
 /* A context with the given options; fails the test on error. */
 clmad_context *test_context_with(const clmad_options *opt);
 
+/* A context whose disk cache is dir (the cache_dir option). */
+clmad_context *test_context_with_cache(const char *dir);
+
+/* The context's statistics; fails the test on error. */
+clmad_stats test_stats(clmad_context *ctx);
+
 /* A fresh, empty folder under CLMAD_TEST_TMP, unique to this process; the
  * returned string is static and valid until the next call. */
 const char *test_fresh_dir(const char *tag);

@@ -21,21 +21,6 @@ static const char *SOURCE_A =
 static const char *SOURCE_B =
     "__kernel void scale(__global float *x, float a) { x[get_global_id(0)] *= 5.0f * a; }\n";
 
-static clmad_context *context_with_cache(const char *dir)
-{
-    clmad_options opt;
-    clmad_options_init(&opt);
-    opt.cache_dir = dir;
-    return test_context_with(&opt);
-}
-
-static clmad_stats stats_of(clmad_context *ctx)
-{
-    clmad_stats s;
-    CHECK_OK(ctx, clmad_context_stats(ctx, &s));
-    return s;
-}
-
 /* Runs the scale kernel of program on {1, 2, 3, 4}: expects factor * x. */
 static void check_program_scales(clmad_context *ctx, cl_program program, float factor)
 {
@@ -79,7 +64,7 @@ static void entry_name(const char *dir, char *name, size_t cap)
 static void make_entry(const char *source, char *dir, size_t dir_cap, char *name, size_t name_cap)
 {
     snprintf(dir, dir_cap, "%s", test_fresh_dir("trust-entry"));
-    clmad_context *ctx = context_with_cache(dir);
+    clmad_context *ctx = test_context_with_cache(dir);
     cl_program p;
     CHECK_OK(ctx, clmad__program_get(ctx, source, "", &p, NULL));
     clmad_context_release(ctx);
@@ -183,10 +168,10 @@ static const char *folder_with_forged_entry(int strong, char *forged_path, size_
 /* B, requested from a cache folder, computes B's results (5x), not A's. */
 static clmad_stats check_b_computes_b(const char *dir)
 {
-    clmad_context *ctx = context_with_cache(dir);
+    clmad_context *ctx = test_context_with_cache(dir);
     cl_program p;
     CHECK_OK(ctx, clmad__program_get(ctx, SOURCE_B, "", &p, NULL));
-    clmad_stats s = stats_of(ctx);
+    clmad_stats s = test_stats(ctx);
     cr_expect_eq(s.programs_from_disk, 0, "the forged entry must not be loaded");
     cr_expect_eq(s.programs_compiled, 1, "B is compiled from its source");
     check_program_scales(ctx, p, 5.0f);
@@ -251,7 +236,7 @@ Test(disk_cache_trust, new_folder_and_entries_are_private)
 {
     char dir[1200];
     snprintf(dir, sizeof dir, "%s/a/b", test_fresh_dir("trust-private"));
-    clmad_context *ctx = context_with_cache(dir);
+    clmad_context *ctx = test_context_with_cache(dir);
     cl_program p;
     CHECK_OK(ctx, clmad__program_get(ctx, SOURCE_A, "", &p, NULL));
     clmad_context_release(ctx);
@@ -280,7 +265,7 @@ Test(disk_cache_trust, planted_link_at_the_temporary_name_is_not_followed)
         snprintf(link, sizeof link, "%s/%s.%ld-%d.tmp", dir, name, (long)getpid(), serial);
         cr_assert_eq(symlink(victim, link), 0);
     }
-    clmad_context *ctx = context_with_cache(dir);
+    clmad_context *ctx = test_context_with_cache(dir);
     cl_program p;
     CHECK_OK(ctx, clmad__program_get(ctx, SOURCE_A, "", &p, NULL));
     check_program_scales(ctx, p, 3.0f);
@@ -301,10 +286,10 @@ Test(disk_cache_trust, fifo_at_an_entry_path_does_not_block, .timeout = 120)
     snprintf(fifo, sizeof fifo, "%s/%s", dir, name);
     cr_assert_eq(mkfifo(fifo, 0600), 0);
 
-    clmad_context *ctx = context_with_cache(dir);
+    clmad_context *ctx = test_context_with_cache(dir);
     cl_program p;
     CHECK_OK(ctx, clmad__program_get(ctx, SOURCE_A, "", &p, NULL));
-    clmad_stats s = stats_of(ctx);
+    clmad_stats s = test_stats(ctx);
     cr_expect_eq(s.disk_cache_rejected, 1);
     cr_expect_eq(s.programs_compiled, 1);
     cr_expect(test_contains(s.disk_cache_problem, "not a regular file"), "problem: %s",
@@ -333,11 +318,11 @@ Test(disk_cache_trust, oversized_entry_is_not_read)
     close(fd);
 
     long before = max_rss_kib();
-    clmad_context *ctx = context_with_cache(dir);
+    clmad_context *ctx = test_context_with_cache(dir);
     cl_program p;
     CHECK_OK(ctx, clmad__program_get(ctx, SOURCE_A, "", &p, NULL));
     long grew_mib = (max_rss_kib() - before) / 1024;
-    clmad_stats s = stats_of(ctx);
+    clmad_stats s = test_stats(ctx);
     cr_expect_eq(s.disk_cache_rejected, 1);
     cr_expect(grew_mib < 256, "the 2 GiB file was read: the process grew by %ld MiB", grew_mib);
     cr_expect(test_contains(s.disk_cache_problem, "larger than"), "problem: %s", s.disk_cache_problem);
@@ -363,7 +348,7 @@ Test(disk_cache_trust, included_header_changes_are_seen)
         char text[64];
         snprintf(text, sizeof text, "#define FACTOR %d\n", factor);
         write_file(header, text, strlen(text));
-        clmad_context *ctx = context_with_cache(cache);
+        clmad_context *ctx = test_context_with_cache(cache);
         clmad_kernel *k;
         CHECK_OK(ctx, clmad_kernel_create(ctx, source, "times_factor", 1, 1, &k));
         float host[3] = {1, 2, 3};
@@ -422,11 +407,11 @@ Test(disk_cache_trust, unwritable_cache_is_reported)
         write_file(inside, "x", 1);
     }
 
-    clmad_context *ctx = context_with_cache(dir);
+    clmad_context *ctx = test_context_with_cache(dir);
     cl_program p;
     CHECK_OK(ctx, clmad__program_get(ctx, SOURCE_A, "", &p, NULL));
     check_program_scales(ctx, p, 3.0f);
-    clmad_stats s = stats_of(ctx);
+    clmad_stats s = test_stats(ctx);
     cr_expect_eq(s.disk_cache_write_failures, 1);
     cr_expect(test_contains(s.disk_cache_problem, "cannot write"), "problem: %s", s.disk_cache_problem);
     cr_expect(test_contains(s.disk_cache_problem, name), "problem: %s", s.disk_cache_problem);
@@ -462,11 +447,11 @@ Test(disk_cache_trust, include_in_any_spelling_skips_the_disk_cache)
                  "%s \"%s\"\n"
                  "__kernel void scale(__global float *x, float a) { x[get_global_id(0)] *= FACTOR * a; }\n",
                  spellings[i], header);
-        clmad_context *ctx = context_with_cache(cache);
+        clmad_context *ctx = test_context_with_cache(cache);
         cl_program p;
         CHECK_OK(ctx, clmad__program_get(ctx, source, "", &p, NULL));
         check_program_scales(ctx, p, 3.0f);
-        clmad_stats s = stats_of(ctx);
+        clmad_stats s = test_stats(ctx);
         cr_expect_eq(s.disk_cache_write_failures, 0);
         clmad_context_release(ctx);
         cr_expect_eq(count_entries(cache), 0, "stored on disk: %s", source);
@@ -475,7 +460,7 @@ Test(disk_cache_trust, include_in_any_spelling_skips_the_disk_cache)
     char cache[1400], source[2000];
     snprintf(cache, sizeof cache, "%s/cache-plain", dir);
     snprintf(source, sizeof source, "/* nothing included, imported or embedded */\n%s", SOURCE_A);
-    clmad_context *ctx = context_with_cache(cache);
+    clmad_context *ctx = test_context_with_cache(cache);
     cl_program p;
     CHECK_OK(ctx, clmad__program_get(ctx, source, "", &p, NULL));
     clmad_context_release(ctx);

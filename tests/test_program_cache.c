@@ -16,21 +16,6 @@
 static const char *SOURCE =
     "__kernel void scale(__global float *x, float a) { x[get_global_id(0)] *= a; }\n";
 
-static clmad_context *context_with_cache(const char *dir)
-{
-    clmad_options opt;
-    clmad_options_init(&opt);
-    opt.cache_dir = dir;
-    return test_context_with(&opt);
-}
-
-static clmad_stats stats_of(clmad_context *ctx)
-{
-    clmad_stats s;
-    CHECK_OK(ctx, clmad_context_stats(ctx, &s));
-    return s;
-}
-
 /* Runs the scale kernel of program on a small tensor: the program works. */
 static void check_program_runs(clmad_context *ctx, cl_program program)
 {
@@ -71,19 +56,19 @@ static void cache_file(const char *dir, char *path, size_t cap)
 
 Test(program_cache, second_request_hits_memory)
 {
-    clmad_context *ctx = context_with_cache("");
+    clmad_context *ctx = test_context_with_cache("");
     cl_program p1, p2;
     CHECK_OK(ctx, clmad__program_get(ctx, SOURCE, "", &p1, NULL));
-    clmad_stats s = stats_of(ctx);
+    clmad_stats s = test_stats(ctx);
     cr_expect_eq(s.programs_compiled, 1);
     CHECK_OK(ctx, clmad__program_get(ctx, SOURCE, "", &p2, NULL));
-    s = stats_of(ctx);
+    s = test_stats(ctx);
     cr_expect_eq(s.programs_compiled, 1, "the compiler must not run again");
     cr_expect_eq(s.program_memory_hits, 1);
     cr_expect_eq(p1, p2);
     /* Other options are another program. */
     CHECK_OK(ctx, clmad__program_get(ctx, SOURCE, "-cl-fast-relaxed-math", &p2, NULL));
-    cr_expect_eq(stats_of(ctx).programs_compiled, 2);
+    cr_expect_eq(test_stats(ctx).programs_compiled, 2);
     check_program_runs(ctx, p1);
     clmad_context_release(ctx);
 }
@@ -110,10 +95,10 @@ Test(program_cache, disk_cache_is_reused_by_a_second_process)
     cr_assert_eq(waitpid(child, &status, 0), child);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "first process failed");
 
-    clmad_context *ctx = context_with_cache(dir);
+    clmad_context *ctx = test_context_with_cache(dir);
     cl_program p;
     CHECK_OK(ctx, clmad__program_get(ctx, SOURCE, "", &p, NULL));
-    clmad_stats s = stats_of(ctx);
+    clmad_stats s = test_stats(ctx);
     cr_expect_eq(s.programs_compiled, 0, "the second process must not compile");
     cr_expect_eq(s.programs_from_disk, 1);
     check_program_runs(ctx, p);
@@ -123,7 +108,7 @@ Test(program_cache, disk_cache_is_reused_by_a_second_process)
 static void corrupt_and_recover(void (*damage)(const char *path))
 {
     const char *dir = test_fresh_dir("corrupt-cache");
-    clmad_context *ctx = context_with_cache(dir);
+    clmad_context *ctx = test_context_with_cache(dir);
     cl_program p;
     CHECK_OK(ctx, clmad__program_get(ctx, SOURCE, "", &p, NULL));
     clmad_context_release(ctx);
@@ -132,19 +117,19 @@ static void corrupt_and_recover(void (*damage)(const char *path))
     cache_file(dir, path, sizeof path);
     damage(path);
 
-    ctx = context_with_cache(dir);
+    ctx = test_context_with_cache(dir);
     CHECK_OK(ctx, clmad__program_get(ctx, SOURCE, "", &p, NULL));
-    clmad_stats s = stats_of(ctx);
+    clmad_stats s = test_stats(ctx);
     cr_expect_eq(s.disk_cache_rejected, 1);
     cr_expect_eq(s.programs_compiled, 1, "rebuilt from source");
     check_program_runs(ctx, p);
     clmad_context_release(ctx);
 
     /* The rebuilt program was written back and is good again. */
-    ctx = context_with_cache(dir);
+    ctx = test_context_with_cache(dir);
     CHECK_OK(ctx, clmad__program_get(ctx, SOURCE, "", &p, NULL));
-    cr_expect_eq(stats_of(ctx).programs_from_disk, 1);
-    cr_expect_eq(stats_of(ctx).programs_compiled, 0);
+    cr_expect_eq(test_stats(ctx).programs_from_disk, 1);
+    cr_expect_eq(test_stats(ctx).programs_compiled, 0);
     clmad_context_release(ctx);
 }
 
@@ -187,7 +172,7 @@ Test(program_cache, garbage_file_is_rebuilt) { corrupt_and_recover(replace_with_
 
 Test(program_cache, broken_source_returns_compiler_message)
 {
-    clmad_context *ctx = context_with_cache("");
+    clmad_context *ctx = test_context_with_cache("");
     const char *broken =
         "__kernel void broken(__global float *x) {\n"
         "    x[0] = undefined_thing_42 + 1.0f;\n"

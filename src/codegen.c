@@ -14,20 +14,19 @@
 #include "codegen.h"
 #include "embedded.h"
 
-#include <stdio.h>
 #include <string.h>
 
-void clmad__variant_key(const clmad_variant *v, char *buf, size_t cap)
+int clmad__variant_equal(const clmad_variant *a, const clmad_variant *b)
 {
-    size_t used = (size_t)snprintf(buf, cap, "%c%d K%d nd%d w%d a%x/%x/%x i%d%s ",
-                                   (char)v->mode, (int)v->dtype, v->K, v->nd, v->write_values,
-                                   v->adj_mask, v->adj_scalar, v->adj_scaled, v->items,
-                                   v->row_runs == CLMAD_ROWS_ALIGNED ? "ra" : v->row_runs ? "rc" : "");
-    for (int j = 0; j < v->n_inputs && used + 4 < cap; j++)
-        used += (size_t)snprintf(buf + used, cap - used, "%c%d", v->access[j], (int)v->slot[j]);
-    if (v->mode == CLMAD_MODE_VJP || v->mode == CLMAD_MODE_STORED)
-        for (int s = 0; s < v->K && used + 2 < cap; s++)
-            used += (size_t)snprintf(buf + used, cap - used, "%c", v->accumulate[s] ? 'A' : 'W');
+    if (a->mode != b->mode || a->dtype != b->dtype || a->n_inputs != b->n_inputs ||
+        a->n_outputs != b->n_outputs || a->K != b->K || a->nd != b->nd ||
+        a->write_values != b->write_values || a->adj_mask != b->adj_mask ||
+        a->adj_scalar != b->adj_scalar || a->adj_scaled != b->adj_scaled || a->items != b->items ||
+        a->row_runs != b->row_runs)
+        return 0;
+    size_t n = (size_t)a->n_inputs, K = (size_t)a->K;
+    return memcmp(a->access, b->access, n) == 0 && memcmp(a->slot, b->slot, n) == 0 &&
+           memcmp(a->accumulate, b->accumulate, K) == 0;
 }
 
 static void emit_prelude(clmad_strbuf *sb, const clmad_variant *v)

@@ -26,10 +26,8 @@ static int is_identifier(const char *s)
 
 clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_kernel *out)
 {
-    char key[256];
-    clmad__variant_key(v, key, sizeof key);
     for (clmad_kernel_variant *kv = k->variants; kv; kv = kv->next)
-        if (strcmp(kv->key, key) == 0) {
+        if (clmad__variant_equal(&kv->variant, v)) {
             *out = kv->kernel;
             return CLMAD_OK;
         }
@@ -79,7 +77,7 @@ clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_k
         free(kv);
         return clmad__fail_cl(ctx, err, "clCreateKernel");
     }
-    memcpy(kv->key, key, sizeof key);
+    kv->variant = *v;
     kv->next = k->variants;
     k->variants = kv;
     *out = kv->kernel;

@@ -60,6 +60,10 @@ int clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char
  * failure. NVIDIA's compiler ignores #line. */
 char *clmad__map_build_log(const char *log, int first_line, int n_lines);
 
+/* 1 if a build log blames the type T (a quoted type 'T', '__private T',
+ * ...): in a dual variant, an operator or builtin applied to a dual number. */
+int clmad__log_blames_T(const char *log);
+
 /* Name of the generated kernel: clmad_bcast_<mode> (primal, partials, jvp,
  * vjp, stored), so that profilers and POCL's kernel cache tell them apart
  * (scripts/check-vector.sh reads the latter). */

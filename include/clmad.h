@@ -289,13 +289,19 @@ typedef struct clmad_kernel clmad_kernel;
 /**
  * Creates a kernel from OpenCL C source holding function fn_name with
  * n_inputs T inputs (1..64) and n_outputs outputs (1..16). The source is
- * compiled once at once (f32 values) so that mistakes surface here.
+ * compiled at once, with T = float (values) and with T a dual number
+ * (derivatives, f32), so that mistakes surface here: an operator applied to
+ * T (x * y instead of ad_mul(x, y)) compiles only in the first, and fails
+ * with a hint at the vocabulary. On POCL the second compile adds a few
+ * tenths of a second here; it is often the variant that the first
+ * derivative over f32 inputs needs anyway.
  * The caller owns *k and releases it with clmad_kernel_release (before or
  * after the context). The source is copied.
  * Errors: CLMAD_ERR_BUILD when the source does not compile or fn_name does
  * not have the expected signature; the message carries the compiler's log
  * with positions as "source:LINE:COLUMN" in the user's own source;
- * CLMAD_ERR_INVALID_ARGUMENT (NULL, counts, fn_name not an identifier).
+ * CLMAD_ERR_INVALID_ARGUMENT (NULL, counts, fn_name not an identifier);
+ * CLMAD_ERR_STATE when ctx was released.
  */
 clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const char *fn_name,
                                  int n_inputs, int n_outputs, clmad_kernel **k);

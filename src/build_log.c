@@ -1,5 +1,5 @@
-/* Build logs of compilers that ignore #line: positions in the generated
- * program mapped back to the user's source. */
+/* Build logs: positions in the generated program mapped back to the user's
+ * source for compilers that ignore #line, and what a log blames. */
 #include "codegen.h"
 
 #include <ctype.h>
@@ -47,4 +47,12 @@ char *clmad__map_build_log(const char *log, int first_line, int n_lines)
         return NULL;
     }
     return sb.data;
+}
+
+int clmad__log_blames_T(const char *log)
+{
+    /* clang quotes types with their address space: 'T', '__private T',
+     * 'const T' (POCL: "invalid operands to binary expression ('__private
+     * T' and 'int')", "invalid argument type 'T' to unary expression"). */
+    return strstr(log, "'T'") != NULL || strstr(log, " T'") != NULL;
 }

@@ -39,8 +39,11 @@ typedef struct clmad_variant {
                                            (CLMAD_ROWS_*); 0: coordinates per element */
 } clmad_variant;
 
-/* A short text that identifies the variant (the key of a kernel's variant list). */
-void clmad__variant_key(const clmad_variant *v, char *buf, size_t cap);
+/* 1 if a and b generate the same program: every field compared, the arrays
+ * over their meaningful prefix (access and slot over n_inputs, accumulate
+ * over K), so that what a caller left beyond them does not count. This is
+ * the identity of a kernel's cached variants. */
+int clmad__variant_equal(const clmad_variant *a, const clmad_variant *b);
 
 /* Appends the complete program for v: prelude, vocabulary, the user's source
  * under `#line 1 "source"`, and the wrapper kernel (clmad__kernel_name).
@@ -56,6 +59,10 @@ int clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char
  * read "source:L:", as #line would have made them; NULL on allocation
  * failure. NVIDIA's compiler ignores #line. */
 char *clmad__map_build_log(const char *log, int first_line, int n_lines);
+
+/* 1 if a build log blames the type T (a quoted type 'T', '__private T',
+ * ...): in a dual variant, an operator or builtin applied to a dual number. */
+int clmad__log_blames_T(const char *log);
 
 /* Name of the generated kernel: clmad_bcast_<mode> (primal, partials, jvp,
  * vjp, stored), so that profilers and POCL's kernel cache tell them apart

@@ -26,10 +26,8 @@ static int is_identifier(const char *s)
 
 clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_kernel *out)
 {
-    char key[256];
-    clmad__variant_key(v, key, sizeof key);
     for (clmad_kernel_variant *kv = k->variants; kv; kv = kv->next)
-        if (strcmp(kv->key, key) == 0) {
+        if (clmad__variant_equal(&kv->variant, v)) {
             *out = kv->kernel;
             return CLMAD_OK;
         }
@@ -60,10 +58,18 @@ clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_k
             free(log);
             log = mapped;
         }
+        /* In a derivative variant, errors about T are almost always an
+         * operator (x * y, -x, x < y) or a builtin (sin(x)) used on a dual
+         * number. */
+        const char *hint = v->K > 0 && log && clmad__log_blames_T(log)
+                               ? "\nhint: T is a dual number in derivative variants: write ad_mul(x, y), "
+                                 "ad_add(x, y), ... for arithmetic, ad_sin(x) for builtins, and compare "
+                                 "ad_val(x) (see the template language in README)"
+                               : "";
         st = clmad__fail(ctx, CLMAD_ERR_BUILD,
                          "kernel \"%s\" does not compile on device \"%s\" (expected signature: %s; "
-                         "\"source:LINE:COL\" is a position in your source):\n%s",
-                         k->fn_name, ctx->info.name, expected, log ? log : "(no log)");
+                         "\"source:LINE:COL\" is a position in your source):\n%s%s",
+                         k->fn_name, ctx->info.name, expected, log ? log : "(no log)", hint);
         free(log);
         return st;
     }
@@ -79,11 +85,58 @@ clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_k
         free(kv);
         return clmad__fail_cl(ctx, err, "clCreateKernel");
     }
-    memcpy(kv->key, key, sizeof key);
+    kv->variant = *v;
     kv->next = k->variants;
     k->variants = kv;
     *out = kv->kernel;
     return CLMAD_OK;
+}
+
+/* A variant of k over full-shape f32 inputs, none seeded. */
+static void create_variant(const clmad_kernel *k, clmad_mode mode, clmad_variant *v)
+{
+    memset(v, 0, sizeof *v);
+    v->mode = mode;
+    v->dtype = CLMAD_F32;
+    v->n_inputs = k->n_inputs;
+    v->n_outputs = k->n_outputs;
+    v->write_values = 1;
+    v->items = clmad__items_per_work_item(k->ctx);
+    for (int j = 0; j < k->n_inputs; j++) {
+        v->access[j] = CLMAD_ACCESS_FULL;
+        v->slot[j] = mode == CLMAD_MODE_PARTIALS || mode == CLMAD_MODE_VJP ? -1 : 0;
+    }
+}
+
+/* The dual variant compiled at creation: the one that the first derivative
+ * over full-shape f32 inputs that all require a gradient will run (the first
+ * chunk of STORE's forward kernel; of RECOMPUTE's backward kernel, for fresh
+ * gradients of every output; the policy as AUTO picks it for a small
+ * tensor), so that compiling it here usually saves compiling it there.
+ * Where that variant has more than 128 buffer arguments (the 1024 bytes of
+ * arguments OpenCL guarantees), the smallest dual variant instead: JVP
+ * without tangents (at most 2 * 16 + 64). */
+static void dual_variant(const clmad_kernel *k, clmad_variant *v)
+{
+    const clmad_context *ctx = k->ctx;
+    const int n_in = k->n_inputs, n_out = k->n_outputs;
+    const int K = clmad__chunk_size(n_in, clmad_chunk_cap(ctx));
+    int store = ctx->tape.policy == CLMAD_PARTIALS_STORE ||
+                (ctx->tape.policy == CLMAD_PARTIALS_AUTO && ctx->info.type != CLMAD_DEVICE_GPU);
+    int args = store ? n_out * (K + 1) + n_in : n_out + K + n_in;
+    if (args > 128) {
+        create_variant(k, CLMAD_MODE_JVP, v);
+        v->K = 1;
+        return;
+    }
+    create_variant(k, store ? CLMAD_MODE_PARTIALS : CLMAD_MODE_VJP, v);
+    v->K = K;
+    for (int s = 0; s < K; s++)
+        v->slot[s] = (signed char)s;
+    if (!store) {
+        v->write_values = 0;
+        v->adj_mask = (1u << n_out) - 1;
+    }
 }
 
 clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const char *fn_name,
@@ -123,22 +176,17 @@ clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const c
     k->n_inputs = n_inputs;
     k->n_outputs = n_outputs;
 
-    /* Compile the f32 values variant over full-shape inputs now: mistakes in
-     * the source surface here, and it is the variant used most. */
+    /* Compile now the f32 values variant over full-shape inputs, the one
+     * used most, and a dual variant: mistakes in the source, such as an
+     * operator on T that only dual numbers reject, surface here. */
     clmad_variant v;
-    memset(&v, 0, sizeof v);
-    v.mode = CLMAD_MODE_PRIMAL;
-    v.dtype = CLMAD_F32;
-    v.n_inputs = n_inputs;
-    v.n_outputs = n_outputs;
-    v.write_values = 1;
-    v.items = clmad__items_per_work_item(ctx);
-    for (int j = 0; j < n_inputs; j++) {
-        v.access[j] = CLMAD_ACCESS_FULL;
-        v.slot[j] = -1;
-    }
+    create_variant(k, CLMAD_MODE_PRIMAL, &v);
     cl_kernel unused;
     clmad_status st = clmad__kernel_variant(k, &v, &unused);
+    if (st == CLMAD_OK) {
+        dual_variant(k, &v);
+        st = clmad__kernel_variant(k, &v, &unused);
+    }
     if (st != CLMAD_OK) {
         clmad_kernel_release(k);
         return st;

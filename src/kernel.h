@@ -5,7 +5,7 @@
 #include "codegen.h"
 
 typedef struct clmad_kernel_variant {
-    char key[256];
+    clmad_variant variant;          /* compared whole: clmad__variant_equal */
     cl_kernel kernel;
     struct clmad_kernel_variant *next;
 } clmad_kernel_variant;

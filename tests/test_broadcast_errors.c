@@ -266,23 +266,58 @@ Test(broadcast_errors, wrong_signatures)
     clmad_context_release(ctx);
 }
 
-/* A source that compiles with T = real but not with dual numbers: creation
- * succeeds (the primal compiles), clmad_broadcast works, and the partials
- * call reports CLMAD_ERR_BUILD at the user's line. */
-Test(broadcast_errors, build_error_of_the_dual_variant)
+/* Arithmetic operators on T compile in the primal (T = real) but not with
+ * dual numbers: creation compiles a dual variant too, so it fails there,
+ * at the user's line, with a hint at the vocabulary. */
+static const char *const OPERATOR_HINT = "T is a dual number in derivative variants: write ad_mul(x, y), ad_add(x, y)";
+
+Test(broadcast_errors, operator_on_T_fails_at_create)
 {
     clmad_context *ctx = test_context();
+    const char *needles[] = {"source:1:", OPERATOR_HINT};
+    expect_build_error(ctx, "T f(T x, T y) { return x * y + 0.5; }\n", "f", 2, 1, needles, 2);
     const char *src = "T twice(T a)\n"
                       "{\n"
                       "    return a * 2;   /* not valid on a dual number */\n"
                       "}\n";
+    const char *needles2[] = {"source:3:", OPERATOR_HINT};
+    expect_build_error(ctx, src, "twice", 1, 1, needles2, 2);
+    /* Unary minus and a comparison, in a function of two outputs. */
+    const char *needles3[] = {"source:3:", OPERATOR_HINT};
+    expect_build_error(ctx, "void g(T a, T *y0, T *y1)\n{\n    *y0 = -a;\n    *y1 = a;\n}\n", "g", 1, 2,
+                       needles3, 2);
+    const char *needles4[] = {"source:2:", OPERATOR_HINT};
+    expect_build_error(ctx, "T h(T a, T b)\n{ return a < b ? a : b; }\n", "h", 2, 1, needles4, 2);
+    /* A mistake that is not about operators gets no hint. */
+    clmad_kernel *k = KSENTINEL;
+    cr_assert_eq(clmad_kernel_create(ctx, "T u(T a) { return ad_mul(a, b); }\n", "u", 1, 1, &k), CLMAD_ERR_BUILD);
+    cr_assert(!test_contains(clmad_last_error(ctx), OPERATOR_HINT), "%s", clmad_last_error(ctx));
+    cr_assert_eq(k, KSENTINEL);
+    clmad_context_release(ctx);
+}
+
+/* A variant built after creation (here: only the f64 dual variants fail)
+ * reports CLMAD_ERR_BUILD from the call that needs it, at the user's line
+ * and with the hint; outputs are left untouched and the kernel still works
+ * where it compiles. */
+Test(broadcast_errors, build_error_of_a_later_variant)
+{
+    clmad_context *ctx = test_context();
+    const char *src = "T twice(T a)\n"
+                      "{\n"
+                      "#if CLMAD_REAL_DOUBLE\n"
+                      "    return a * 2;   /* not valid on a dual number */\n"
+                      "#else\n"
+                      "    return ad_mulr(a, (real)2);\n"
+                      "#endif\n"
+                      "}\n";
     clmad_kernel *k = NULL;
     CHECK_OK(ctx, clmad_kernel_create(ctx, src, "twice", 1, 1, &k));
     size_t s[1] = {5};
-    clmad_tensor *in[1] = {filled(ctx, CLMAD_F32, 1, s, 1.5)};
+    clmad_tensor *in[1] = {filled(ctx, CLMAD_F64, 1, s, 1.5)};
     clmad_tensor *y = NULL;
     CHECK_OK(ctx, clmad_broadcast(ctx, k, in, &y));
-    double *v = bs_read(ctx, y, CLMAD_F32, 1, s);
+    double *v = bs_read(ctx, y, CLMAD_F64, 1, s);
     for (int e = 0; e < 5; e++)
         cr_assert_eq(v[e], 3.0);
     free(v);
@@ -294,7 +329,8 @@ Test(broadcast_errors, build_error_of_the_dual_variant)
     clmad_status st = clmad_broadcast_partials(ctx, k, in, NULL, out, parts);
     const char *msg = clmad_last_error(ctx);
     cr_assert_eq(st, CLMAD_ERR_BUILD, "%s: %s", clmad_status_string(st), msg);
-    cr_assert(test_contains(msg, "source:3:"), "message lacks the user's line: %s", msg);
+    cr_assert(test_contains(msg, "source:4:"), "message lacks the user's line: %s", msg);
+    cr_assert(test_contains(msg, OPERATOR_HINT), "message lacks the hint: %s", msg);
     expect_untouched(out, 1, "outputs");
     expect_untouched(parts, 1, "partials");
     still_works(ctx);
@@ -304,10 +340,21 @@ Test(broadcast_errors, build_error_of_the_dual_variant)
     set_sentinels(ot, 1);
     st = clmad_broadcast_jvp(ctx, k, in, tan, out, ot);
     cr_assert_eq(st, CLMAD_ERR_BUILD, "%s: %s", clmad_status_string(st), clmad_last_error(ctx));
-    cr_assert(test_contains(clmad_last_error(ctx), "source:3:"), "%s", clmad_last_error(ctx));
+    cr_assert(test_contains(clmad_last_error(ctx), "source:4:"), "%s", clmad_last_error(ctx));
     expect_untouched(out, 1, "outputs");
     expect_untouched(ot, 1, "out_tangents");
     still_works(ctx);
+
+    /* f32 compiles in every mode. */
+    clmad_tensor *in32[1] = {filled(ctx, CLMAD_F32, 1, s, 1.5)};
+    CHECK_OK(ctx, clmad_broadcast_partials(ctx, k, in32, NULL, out, parts));
+    v = bs_read(ctx, parts[0], CLMAD_F32, 1, s);
+    for (int e = 0; e < 5; e++)
+        cr_assert_eq(v[e], 2.0);
+    free(v);
+    clmad_tensor_release(out[0]);
+    clmad_tensor_release(parts[0]);
+    clmad_tensor_release(in32[0]);
 
     clmad_tensor_release(in[0]);
     clmad_kernel_release(k);

@@ -339,7 +339,7 @@ Test(disk_cache_trust, included_header_changes_are_seen)
     snprintf(header, sizeof header, "%s/factor.h", dir);
     snprintf(source, sizeof source,
              "#include \"%s\"\n"
-             "T times_factor(T x) { return (T)FACTOR * x; }\n",
+             "T times_factor(T x) { return ad_mul(ad_const(FACTOR), x); }\n",
              header);
     char cache[1400];
     snprintf(cache, sizeof cache, "%s/cache", dir);

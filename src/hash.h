@@ -6,8 +6,6 @@
 #include <stdint.h>
 
 #define CLMAD_HASH_INIT UINT64_C(0xcbf29ce484222325)
-/* A second, independent start value: two hashes of one key guard each other. */
-#define CLMAD_HASH_INIT_ALT UINT64_C(0x84222325cbf29ce4)
 
 /* Continues hash h over n bytes. */
 uint64_t clmad__hash_bytes(uint64_t h, const void *data, size_t n);

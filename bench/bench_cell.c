@@ -2,11 +2,16 @@
  * bench_cell: the HM-LSTM cell update at dims x dims (default 2048), f32.
  * Side by side in one run, on one device:
  *   dual   the fused forward-mode kernel of clmad (value + 4 partials)
+ *   dual_plain  the same cell written in plain syntax (operators and math
+ *          names on T, lowered to the ad_ form by clmad_kernel_create)
  *   hand   a hand-written fused kernel computing the same value + 4 partials,
  *          as written (hand) and with the shared math hoisted (hand_hoisted)
- *   primal the value alone (clmad_broadcast)
+ *   primal the value alone (clmad_broadcast), primal_plain from the plain cell
  *   copy   a plain copy kernel (the device's bandwidth reference)
  * Prints medians and the ratios dual/hand and dual/primal, and writes JSON.
+ * The plain and ad_ cells run back to back in every repetition (their order
+ * alternates), so plain/ad_ is also reported as the median and quartiles of
+ * the per-repetition ratios: lowering must cost nothing (issue 15).
  * Usage: bench_cell [dims] [repetitions] [results folder]
  */
 #include "bench_common.h"
@@ -21,6 +26,15 @@ static const char *CELL_SOURCE =
     "    if (ad_val(z) == 1)  return ad_mul(ad_sigmoid(i), ad_tanh(g));\n"
     "    if (ad_val(zb) == 0) return c;\n"
     "    return ad_add(ad_mul(ad_sigmoid(f), c), ad_mul(ad_sigmoid(i), ad_tanh(g)));\n"
+    "}\n";
+
+/* The same cell in plain syntax. */
+static const char *CELL_PLAIN_SOURCE =
+    "T cell_update(T z, T zb, T c, T f, T i, T g)\n"
+    "{\n"
+    "    if (z == 1)  return sigmoid(i) * tanh(g);\n"
+    "    if (zb == 0) return c;\n"
+    "    return sigmoid(f) * c + sigmoid(i) * tanh(g);\n"
     "}\n";
 
 /* Hand-written fused kernels for value + 4 partials. "hand" keeps the
@@ -82,6 +96,13 @@ static double uniform(void)
     return (double)(rng_state >> 11) / 9007199254740992.0;
 }
 
+/* The p-quantile (nearest rank) of v[0..n), which it sorts. */
+static double quantile(double *v, int n, double p)
+{
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+    return v[(int)(p * (n - 1) + 0.5)];
+}
+
 static cl_kernel build(clmad_context *ctx, const char *source, const char *name)
 {
     cl_program p;
@@ -133,8 +154,9 @@ int main(int argc, char **argv)
         BENCH_CHECK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 2, mat, host, &in[j]));
     }
 
-    clmad_kernel *cell;
+    clmad_kernel *cell, *cell_plain;
     BENCH_CHECK(ctx, clmad_kernel_create(ctx, CELL_SOURCE, "cell_update", 6, 1, &cell));
+    BENCH_CHECK(ctx, clmad_kernel_create(ctx, CELL_PLAIN_SOURCE, "cell_update", 6, 1, &cell_plain));
     const int active[6] = {0, 0, 1, 1, 1, 1};
 
     cl_kernel hand = build(ctx, HAND_SOURCE, "cell_hand");
@@ -160,23 +182,28 @@ int main(int argc, char **argv)
     clSetKernelArg(copy, 1, sizeof(cl_mem), &cdst->mem);
     clSetKernelArg(copy, 2, sizeof nn, &nn);
 
-    enum { DUAL, HAND, HOISTED, PRIMAL, COPY, NV };
-    const char *names[NV] = {"dual", "hand", "hand_hoisted", "primal", "copy"};
+    enum { DUAL, DUAL_PLAIN, HAND, HOISTED, PRIMAL, PRIMAL_PLAIN, COPY, NV };
+    const char *names[NV] = {"dual", "dual_plain", "hand", "hand_hoisted", "primal", "primal_plain", "copy"};
     /* Bytes each variant must move per element (the controls are negligible). */
-    const double bytes[NV] = {4 * 4 + 5 * 4, 4 * 4 + 5 * 4, 4 * 4 + 5 * 4, 4 * 4 + 4, 8};
+    const double bytes[NV] = {4 * 4 + 5 * 4, 4 * 4 + 5 * 4, 4 * 4 + 5 * 4, 4 * 4 + 5 * 4, 4 * 4 + 4, 4 * 4 + 4, 8};
+    /* Odd repetitions run each plain variant before its ad_ twin. */
+    const int swapped[NV] = {DUAL_PLAIN, DUAL, HAND, HOISTED, PRIMAL_PLAIN, PRIMAL, COPY};
     double *t[NV];
     for (int v = 0; v < NV; v++)
         t[v] = malloc((size_t)reps * sizeof(double));
+    clmad_tensor *last[NV][5] = {{0}}; /* the last repetition's clmad results */
 
     for (int r = -2; r < reps; r++) { /* two warm-up rounds */
-        for (int v = 0; v < NV; v++) {
+        for (int slot = 0; slot < NV; slot++) {
+            int v = r % 2 ? swapped[slot] : slot;
+            clmad_kernel *k = v == DUAL_PLAIN || v == PRIMAL_PLAIN ? cell_plain : cell;
             clmad_finish(ctx);
             double t0 = bench_now();
             clmad_tensor *y = NULL, *p[6] = {0};
-            if (v == DUAL)
-                BENCH_CHECK(ctx, clmad_broadcast_partials(ctx, cell, in, active, &y, p));
-            else if (v == PRIMAL)
-                BENCH_CHECK(ctx, clmad_broadcast(ctx, cell, in, &y));
+            if (v == DUAL || v == DUAL_PLAIN)
+                BENCH_CHECK(ctx, clmad_broadcast_partials(ctx, k, in, active, &y, p));
+            else if (v == PRIMAL || v == PRIMAL_PLAIN)
+                BENCH_CHECK(ctx, clmad_broadcast(ctx, k, in, &y));
             else
                 run_nd(ctx, v == HAND ? hand : v == HOISTED ? hoisted : copy, n);
             clmad_finish(ctx);
@@ -198,11 +225,47 @@ int main(int argc, char **argv)
                 free(a);
                 free(b);
             }
-            clmad_tensor_release(y);
-            for (int j = 0; j < 6; j++)
-                clmad_tensor_release(p[j]);
+            if (r == reps - 1) {
+                clmad_tensor *mine[5] = {y, p[2], p[3], p[4], p[5]};
+                memcpy(last[v], mine, sizeof mine);
+            } else {
+                clmad_tensor_release(y);
+                for (int j = 2; j < 6; j++)
+                    clmad_tensor_release(p[j]);
+            }
         }
     }
+    /* Honesty check: the plain cell computes exactly what the ad_ cell does. */
+    for (int pair = 0; pair < 2; pair++) {
+        int a = pair ? PRIMAL : DUAL, b = pair ? PRIMAL_PLAIN : DUAL_PLAIN;
+        float *ha = malloc(n * sizeof *ha), *hb = malloc(n * sizeof *hb);
+        int same = 1;
+        for (int j = 0; j < (pair ? 1 : 5); j++) {
+            BENCH_CHECK(ctx, clmad_tensor_read(last[a][j], ha, n * sizeof *ha));
+            BENCH_CHECK(ctx, clmad_tensor_read(last[b][j], hb, n * sizeof *hb));
+            same &= memcmp(ha, hb, n * sizeof *ha) == 0;
+        }
+        free(ha);
+        free(hb);
+        fprintf(stderr, "bench_cell: %s plain vs ad_: %s\n", pair ? "primal" : "dual",
+                same ? "bitwise identical" : "DIFFERENT");
+        if (!same)
+            return 1;
+        for (int v = a; v <= b; v += b - a)
+            for (int j = 0; j < 5; j++)
+                clmad_tensor_release(last[v][j]);
+    }
+    /* plain / ad_ per repetition (run back to back), before the sorts below. */
+    double *ratio[2];
+    for (int pair = 0; pair < 2; pair++) {
+        ratio[pair] = malloc((size_t)reps * sizeof(double));
+        for (int r = 0; r < reps; r++)
+            ratio[pair][r] = pair ? t[PRIMAL_PLAIN][r] / t[PRIMAL][r] : t[DUAL_PLAIN][r] / t[DUAL][r];
+    }
+    double q[2][3]; /* quartiles of the per-repetition ratios */
+    for (int pair = 0; pair < 2; pair++)
+        for (int k = 0; k < 3; k++)
+            q[pair][k] = quantile(ratio[pair], reps, 0.25 * (k + 1));
     double med[NV];
     for (int v = 0; v < NV; v++)
         med[v] = bench_median(t[v], reps);
@@ -214,6 +277,10 @@ int main(int argc, char **argv)
     printf("  dual / hand          = %.3f  (target <= 1.25)\n", med[DUAL] / med[HAND]);
     printf("  dual / hand_hoisted  = %.3f\n", med[DUAL] / med[HOISTED]);
     printf("  dual / primal        = %.3f\n", med[DUAL] / med[PRIMAL]);
+    for (int pair = 0; pair < 2; pair++)
+        printf("  plain / ad_ (%s) = %.3f  (per repetition: median %.3f, quartiles %.3f - %.3f)\n",
+               pair ? "primal" : "dual  ", pair ? med[PRIMAL_PLAIN] / med[PRIMAL] : med[DUAL_PLAIN] / med[DUAL],
+               q[pair][1], q[pair][0], q[pair][2]);
     printf("  dual bandwidth / copy bandwidth = %.3f\n",
            (bytes[DUAL] / med[DUAL]) / (bytes[COPY] / med[COPY]));
 
@@ -228,14 +295,21 @@ int main(int argc, char **argv)
         for (int v = 0; v < NV; v++)
             fprintf(f, "%s\"%s\": %.6f", v ? ", " : "", names[v], med[v] * 1e3);
         fprintf(f, "},\n  \"dual_over_hand\": %.4f,\n  \"dual_over_hand_hoisted\": %.4f,\n"
-                   "  \"dual_over_primal\": %.4f\n}\n",
+                   "  \"dual_over_primal\": %.4f,\n",
                 med[DUAL] / med[HAND], med[DUAL] / med[HOISTED], med[DUAL] / med[PRIMAL]);
+        fprintf(f, "  \"dual_plain_over_dual\": %.4f,\n  \"primal_plain_over_primal\": %.4f,\n",
+                med[DUAL_PLAIN] / med[DUAL], med[PRIMAL_PLAIN] / med[PRIMAL]);
+        fprintf(f, "  \"plain_over_ad_per_repetition\": {\"dual\": {\"q1\": %.4f, \"median\": %.4f, \"q3\": %.4f}, "
+                   "\"primal\": {\"q1\": %.4f, \"median\": %.4f, \"q3\": %.4f}}\n}\n",
+                q[0][0], q[0][1], q[0][2], q[1][0], q[1][1], q[1][2]);
         fclose(f);
         fprintf(stderr, "bench_cell: wrote %s\n", path);
     }
 
     for (int v = 0; v < NV; v++)
         free(t[v]);
+    free(ratio[0]);
+    free(ratio[1]);
     for (int j = 0; j < 5; j++)
         clmad_tensor_release(hout[j]);
     clmad_tensor_release(cdst);
@@ -245,6 +319,7 @@ int main(int argc, char **argv)
     clReleaseKernel(hoisted);
     clReleaseKernel(copy);
     clmad_kernel_release(cell);
+    clmad_kernel_release(cell_plain);
     clmad_context_release(ctx);
     free(host);
     free(ctl);

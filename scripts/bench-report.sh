@@ -60,14 +60,17 @@ md="$out/results.md"
   echo
   echo "Fused dual kernel of the cell (value + 4 partials) vs a hand-written kernel, 2048 x 2048 f32, kernel time only (bench_cell):"
   echo
-  echo "| device | dual ms | hand ms | primal ms | copy ms | dual / hand | dual / primal |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| device | dual ms | hand ms | primal ms | copy ms | dual / hand | dual / primal | plain / ad_ dual | plain / ad_ primal |"
+  echo "|---|---|---|---|---|---|---|---|---|"
   for f in "$out"/bench_cell-*.json; do
     [ -f "$f" ] || continue
     awk -F'"' '/"device"/ { dev = $4 }
       /"median_ms"/ { n = split($0, a, /[,:{}]/); for (i = 1; i < n; i++) { k = a[i]; gsub(/[" ]/, "", k); v[k] = a[i + 1] + 0 } }
-      END { printf "| %s | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f |\n", dev, v["dual"], v["hand"], v["primal"], v["copy"],
-            v["dual"] / v["hand"], v["dual"] / v["primal"] }' "$f"
+      END { printf "| %s | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f", dev, v["dual"], v["hand"], v["primal"], v["copy"],
+            v["dual"] / v["hand"], v["dual"] / v["primal"]
+            # the plain-syntax cell (issue 15); older results lack it
+            if (v["dual_plain"] > 0) printf " | %.3f | %.3f |\n", v["dual_plain"] / v["dual"], v["primal_plain"] / v["primal"]
+            else printf " | - | - |\n" }' "$f"
   done
 } > "$md"
 echo "bench-report: wrote $md" >&2

@@ -274,11 +274,16 @@ clmad_dtype clmad_tensor_dtype(const clmad_tensor *t);
  * A broadcast kernel is a scalar function written in OpenCL C over the type
  * T, applied elementwise with NumPy broadcasting. The library defines, before
  * the user's source, `real` (float or double: the tensors' dtype) and `T`
- * (real for values; a dual number with K partials for derivatives), and the
- * vocabulary of cl/clmad_ad.clh: ad_val, ad_const, ad_add, ad_mul, ad_exp,
- * ad_sigmoid, ... (see the README for the full list and the conventions at
- * non-differentiable points). Control flow on ad_val(x) is allowed: the
- * derivative follows the branch taken at each element.
+ * (real for values; a dual number with K partials for derivatives).
+ *
+ * Plain syntax: C operators (+ - * / unary -, += -= *= /=, comparisons,
+ * ?:) and math names (exp, tanh, pow, fmax, ..., and clmad's sigmoid,
+ * softplus, relu, square, recip) apply to T, mixed with real and integer
+ * values. A front end rewrites every expression that involves T to the
+ * vocabulary of cl/clmad_ad.clh (ad_mul, ad_exp, ad_val, ...), which may
+ * also be written directly; the two forms mix. Control flow on T values is
+ * allowed: the derivative follows the branch taken at each element. See the
+ * README for the rules and the conventions at non-differentiable points.
  *
  * One output:      T   fn(T x0, T x1, ...);
  * Several outputs: void fn(T x0, T x1, ..., T *y0, T *y1, ...);
@@ -289,22 +294,46 @@ typedef struct clmad_kernel clmad_kernel;
 /**
  * Creates a kernel from OpenCL C source holding function fn_name with
  * n_inputs T inputs (1..64) and n_outputs outputs (1..16). The source is
- * compiled at once, with T = float (values) and with T a dual number
- * (derivatives, f32), so that mistakes surface here: an operator applied to
- * T (x * y instead of ad_mul(x, y)) compiles only in the first, and fails
- * with a hint at the vocabulary. On POCL the second compile adds a few
- * tenths of a second here; it is often the variant that the first
- * derivative over f32 inputs needs anyway.
+ * lowered (clmad_lower_source) and compiled at once, with T = float
+ * (values) and with T a dual number (derivatives, f32), so that mistakes
+ * surface here: what the front end cannot see through (an operator on T
+ * inside a function-like macro) compiles only in the first, and fails with
+ * a hint at the vocabulary. On POCL the second compile adds a few tenths of
+ * a second here; it is often the variant that the first derivative over
+ * f32 inputs needs anyway.
  * The caller owns *k and releases it with clmad_kernel_release (before or
  * after the context). The source is copied.
- * Errors: CLMAD_ERR_BUILD when the source does not compile or fn_name does
- * not have the expected signature; the message carries the compiler's log
- * with positions as "source:LINE:COLUMN" in the user's own source;
+ * Errors: CLMAD_ERR_BUILD when the front end rejects the source (an
+ * operator with no rule for T, such as x % y; a T where a real is needed)
+ * or it does not compile or fn_name does not have the expected signature;
+ * the message carries "source:LINE:COLUMN" positions in the user's own
+ * source (the compiler's columns count in the lowered line);
  * CLMAD_ERR_INVALID_ARGUMENT (NULL, counts, fn_name not an identifier);
  * CLMAD_ERR_STATE when ctx was released.
  */
 clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const char *fn_name,
                                  int n_inputs, int n_outputs, clmad_kernel **k);
+
+/**
+ * Lowers a broadcast function's source from plain syntax to the ad_
+ * vocabulary, as clmad_kernel_create does before it compiles: only the
+ * expressions that involve T change (x * y + 0.5 becomes
+ * ad_addr(ad_mul(x, y), 0.5)), every other byte and every line number stay
+ * as written, and a source written with ad_ calls alone comes back
+ * unchanged. Needs no context or device.
+ * On success *lowered is a new NUL-terminated string that the caller frees
+ * with clmad_string_free.
+ * Errors: CLMAD_ERR_BUILD with "source:LINE:COLUMN: error: ..." when the
+ * front end rejects the source, or when it cannot parse it (outside its
+ * subset of OpenCL C, e.g. a parenthesised declarator;
+ * clmad_kernel_create then compiles such a source as written);
+ * CLMAD_ERR_INVALID_ARGUMENT (NULL); CLMAD_ERR_OUT_OF_MEMORY. The message
+ * is clmad_last_error(NULL).
+ */
+clmad_status clmad_lower_source(const char *source, char **lowered);
+
+/** Frees a string returned by clmad (clmad_lower_source); NULL is a no-op. */
+void clmad_string_free(char *s);
 
 /** Drops the caller's reference to a kernel; its compiled variants go with
  * the last reference (tape nodes that use the kernel hold one each), and

@@ -1,4 +1,5 @@
 #include "kernel.h"
+#include "lower.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -58,18 +59,25 @@ clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_k
             free(log);
             log = mapped;
         }
-        /* In a derivative variant, errors about T are almost always an
-         * operator (x * y, -x, x < y) or a builtin (sin(x)) used on a dual
-         * number. */
+        /* In a derivative variant, an error about T is an operator or a
+         * builtin applied to a dual number where the front end did not
+         * rewrite it: inside a function-like macro, or in a source it did
+         * not parse. */
         const char *hint = v->K > 0 && log && clmad__log_blames_T(log)
                                ? "\nhint: T is a dual number in derivative variants: write ad_mul(x, y), "
-                                 "ad_add(x, y), ... for arithmetic, ad_sin(x) for builtins, and compare "
-                                 "ad_val(x) (see the template language in README)"
+                                 "ad_add(x, y), ... where the front end does not rewrite operators on T "
+                                 "(inside a function-like macro: make it a helper function over T; in a "
+                                 "source it did not parse), ad_sin(x) for builtins, and compare ad_val(x) "
+                                 "(see the template language in README)"
                                : "";
         st = clmad__fail(ctx, CLMAD_ERR_BUILD,
                          "kernel \"%s\" does not compile on device \"%s\" (expected signature: %s; "
-                         "\"source:LINE:COL\" is a position in your source):\n%s%s",
-                         k->fn_name, ctx->info.name, expected, log ? log : "(no log)", hint);
+                         "\"source:LINE:COL\" is a position in your source):\n%s%s%s%s",
+                         k->fn_name, ctx->info.name, expected, log ? log : "(no log)", hint,
+                         k->lower_note ? "\nthe plain-syntax front end compiled this source as written, "
+                                         "since it did not parse it:\n"
+                                       : "",
+                         k->lower_note ? k->lower_note : "");
         free(log);
         return st;
     }
@@ -157,16 +165,19 @@ clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const c
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
                            "clmad_kernel_create(%s): %d inputs and %d outputs; allowed 1..%d and 1..%d",
                            fn_name, n_inputs, n_outputs, CLMAD_MAX_INPUTS, CLMAD_MAX_OUTPUTS);
+    char msg[1024], *note = NULL, *lowered = NULL;
+    clmad_status lowering = clmad__lower(source, &lowered, msg, sizeof msg, &note);
+    if (lowering != CLMAD_OK)
+        return clmad__fail(ctx, lowering, "kernel \"%s\": %s", fn_name, msg);
     clmad_kernel *k = calloc(1, sizeof *k);
     if (k) {
-        k->source = dup_string(source);
+        k->source = lowered;
+        k->lower_note = note;
         k->fn_name = dup_string(fn_name);
     }
-    if (!k || !k->source || !k->fn_name) {
-        if (k) {
-            free(k->source);
-            free(k->fn_name);
-        }
+    if (!k || !k->fn_name) {
+        free(lowered);
+        free(note);
         free(k);
         return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory creating a kernel");
     }
@@ -208,6 +219,7 @@ void clmad_kernel_release(clmad_kernel *k)
     }
     clmad_context *ctx = k->ctx;
     free(k->source);
+    free(k->lower_note);
     free(k->fn_name);
     free(k);
     clmad__context_unref(ctx); /* the last object of a released context takes it along */

@@ -12,7 +12,8 @@ typedef struct clmad_kernel_variant {
 
 struct clmad_kernel {
     clmad_context *ctx;
-    char *source;
+    char *source;                   /* lowered to the ad_ vocabulary (lower.h) */
+    char *lower_note;               /* why the front end left it as written, or NULL */
     char *fn_name;
     int n_inputs, n_outputs;
     int refcount;                   /* the user's reference + one per tape node */

@@ -1,8 +1,11 @@
-/* clmad-info: lists every OpenCL device and marks the one clmad would use. */
+/* clmad-info: lists every OpenCL device and marks the one clmad would use;
+ * with --lower FILE, prints a broadcast function lowered from plain syntax
+ * to the ad_ vocabulary (what clmad_kernel_create compiles). */
 #include <clmad.h>
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *type_name(clmad_device_type t)
 {
@@ -14,8 +17,63 @@ static const char *type_name(clmad_device_type t)
     }
 }
 
-int main(void)
+static char *read_file(const char *path)
 {
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f)
+        return NULL;
+    size_t n = 0, cap = 4096;
+    char *s = malloc(cap);
+    for (size_t got; s && (got = fread(s + n, 1, cap - 1 - n, f)) > 0;) {
+        n += got;
+        if (n == cap - 1) {
+            char *s2 = realloc(s, cap *= 2);
+            if (!s2)
+                free(s);
+            s = s2;
+        }
+    }
+    if (s)
+        s[n] = 0;
+    if (f != stdin)
+        fclose(f);
+    return s;
+}
+
+static int lower(const char *path)
+{
+    char *source = read_file(path), *lowered = NULL;
+    if (!source) {
+        fprintf(stderr, "clmad-info: cannot read %s\n", path);
+        return 1;
+    }
+    clmad_status st = clmad_lower_source(source, &lowered);
+    free(source);
+    if (st != CLMAD_OK) {
+        fprintf(stderr, "clmad-info: %s: %s\n", path, clmad_last_error(NULL));
+        return 1;
+    }
+    fputs(lowered, stdout);
+    clmad_string_free(lowered);
+    return 0;
+}
+
+static int usage(FILE *out, int status)
+{
+    fprintf(out, "usage: clmad-info               list the OpenCL devices, mark the one clmad would use\n"
+                 "       clmad-info --lower FILE  print FILE's broadcast functions lowered from plain\n"
+                 "                                syntax to the ad_ vocabulary (FILE - reads stdin)\n");
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && !strcmp(argv[1], "--lower"))
+        return lower(argv[2]);
+    if (argc == 2 && !strcmp(argv[1], "--help"))
+        return usage(stdout, 0);
+    if (argc != 1)
+        return usage(stderr, 2);
     clmad_device_info *list = NULL;
     size_t n = 0;
     clmad_status st = clmad_device_list(&list, &n);

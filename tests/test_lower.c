@@ -223,6 +223,27 @@ Test(lower, unparsed_sources_compile_as_written)
     clmad_context_release(ctx);
 }
 
+/* Deep nesting is left to the compiler, not to the front end's stack. */
+Test(lower, deep_nesting)
+{
+    enum { DEPTH = 100000 };
+    const char *shapes[] = {"(", "-", "{"};
+    for (int j = 0; j < 3; j++) {
+        char *src = malloc(3 * DEPTH + 64), *o = src;
+        o += sprintf(o, "T f(T x) %s", j == 2 ? "" : "{ return ");
+        for (int d = 0; d < DEPTH; d++)
+            *o++ = shapes[j][0];
+        o += sprintf(o, "x");
+        for (int d = 0; d < DEPTH && j != 1; d++)
+            *o++ = j == 0 ? ')' : '}';
+        strcpy(o, j == 2 ? "" : "; }");
+        char *out = NULL;
+        cr_expect_eq(clmad_lower_source(src, &out), CLMAD_ERR_BUILD);
+        cr_expect(test_contains(clmad_last_error(NULL), "nested more than"), "%s", clmad_last_error(NULL));
+        free(src);
+    }
+}
+
 Test(lower, null_arguments)
 {
     char *out = NULL;

@@ -26,6 +26,12 @@ void clmad__lower_fail(lower_parser *p, int failure, int tok, const char *fmt, .
     longjmp(p->fail, 1);
 }
 
+void clmad__lower_enter(lower_parser *p)
+{
+    if (++p->depth > LOWER_MAX_DEPTH)
+        clmad__lower_fail(p, LOWER_PARSE_FAILED, p->pos, "nested more than %d levels deep", LOWER_MAX_DEPTH);
+}
+
 void *clmad__lower_alloc(lower_parser *p, size_t size)
 {
     lower_block *b = malloc(sizeof *b + size);

@@ -129,6 +129,7 @@ typedef struct {
     int pos;
     jmp_buf fail;
     int failure; /* LOWER_* */
+    int depth;   /* of nesting, bounded so that the C stack is */
     char message[512];
     int line, col;
     lower_symbol *syms;
@@ -154,6 +155,12 @@ const lower_token *clmad__lower_tok(const lower_parser *p, int i);
 int clmad__lower_is(const lower_parser *p, int i, const char *punct_or_word);
 int clmad__lower_accept(lower_parser *p, const char *punct_or_word);
 void clmad__lower_expect(lower_parser *p, const char *punct);
+
+/* Around each recursive step: a source nested deeper than LOWER_MAX_DEPTH
+ * is left to the compiler rather than the front end's stack. */
+#define LOWER_MAX_DEPTH 200
+void clmad__lower_enter(lower_parser *p);
+#define clmad__lower_leave(p) ((p)->depth--)
 
 /* The text of a value (rewritten, or its source span). */
 const char *clmad__lower_piece(lower_parser *p, const lower_value *v);

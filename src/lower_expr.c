@@ -397,7 +397,17 @@ static lower_value cast(lower_parser *p, int at, lower_type to, lower_value v)
     return composed(p, at, v.last, to, &v, 1);
 }
 
+static lower_value unary_body(lower_parser *p);
+
 static lower_value unary(lower_parser *p)
+{
+    clmad__lower_enter(p);
+    lower_value v = unary_body(p);
+    clmad__lower_leave(p);
+    return v;
+}
+
+static lower_value unary_body(lower_parser *p)
 {
     int at = p->pos;
     if (is_punct(p, at, "(") && clmad__lower_starts_type(p, at + 1)) {

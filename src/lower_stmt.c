@@ -206,6 +206,7 @@ static void condition_in_parens(lower_parser *p)
 static void initializer(lower_parser *p, lower_type t)
 {
     if (clmad__lower_accept(p, "{")) {
+        clmad__lower_enter(p);
         lower_type element = t;
         if (element.ptr)
             element.ptr--;
@@ -214,6 +215,7 @@ static void initializer(lower_parser *p, lower_type t)
             if (!clmad__lower_accept(p, ","))
                 clmad__lower_expect(p, "}"), p->pos--;
         }
+        clmad__lower_leave(p);
         return;
     }
     lower_value v = clmad__lower_to(p, clmad__lower_assignment(p), t, "the initial value");
@@ -283,7 +285,16 @@ static void declaration(lower_parser *p, int file_scope, int bodies)
     clmad__lower_expect(p, ";");
 }
 
+static void statement_body(lower_parser *p);
+
 static void statement(lower_parser *p)
+{
+    clmad__lower_enter(p);
+    statement_body(p);
+    clmad__lower_leave(p);
+}
+
+static void statement_body(lower_parser *p)
 {
     int at = p->pos;
     if (clmad__lower_accept(p, "{")) {

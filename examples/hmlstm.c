@@ -52,9 +52,9 @@
 static const char *CELL_SOURCE =
     "T cell(T z, T zb, T c, T f, T i, T g)\n"
     "{\n"
-    "    if (ad_val(z) == 1)  return ad_mul(ad_sigmoid(i), ad_tanh(g));      /* FLUSH  */\n"
-    "    if (ad_val(zb) == 0) return c;                                       /* COPY   */\n"
-    "    return ad_add(ad_mul(ad_sigmoid(f), c), ad_mul(ad_sigmoid(i), ad_tanh(g))); /* UPDATE */\n"
+    "    if (z == 1)  return sigmoid(i) * tanh(g);          /* FLUSH  */\n"
+    "    if (zb == 0) return c;                              /* COPY   */\n"
+    "    return sigmoid(f) * c + sigmoid(i) * tanh(g);       /* UPDATE */\n"
     "}\n";
 
 /* Adam (Kingma and Ba), one element: lr is the step size with both bias
@@ -62,9 +62,9 @@ static const char *CELL_SOURCE =
 static const char *ADAM_SOURCE =
     "void adam(T p, T g, T m, T v, T lr, T *p_out, T *m_out, T *v_out)\n"
     "{\n"
-    "    T m2 = ad_add(ad_mulr(m, (real)0.9), ad_mulr(g, (real)0.1));\n"
-    "    T v2 = ad_add(ad_mulr(v, (real)0.999), ad_mulr(ad_mul(g, g), (real)0.001));\n"
-    "    *p_out = ad_sub(p, ad_div(ad_mul(lr, m2), ad_addr(ad_sqrt(v2), (real)1e-8)));\n"
+    "    T m2 = m * (real)0.9 + g * (real)0.1;\n"
+    "    T v2 = v * (real)0.999 + g * g * (real)0.001;\n"
+    "    *p_out = p - lr * m2 / (sqrt(v2) + (real)1e-8);\n"
     "    *m_out = m2;\n"
     "    *v_out = v2;\n"
     "}\n";

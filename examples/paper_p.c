@@ -27,12 +27,12 @@
 static const char *SOURCE =
     "void p(T A, T alpha, T a, T *y0, T *y1)\n"
     "{\n"
-    "    T d = ad_sub(A, a);\n"
-    "    if (ad_val(d) > 0)\n"
-    "        *y0 = ad_mul(alpha, ad_mul(d, d));\n"
+    "    T d = A - a;\n"
+    "    if (d > 0)\n"
+    "        *y0 = alpha * (d * d);\n"
     "    else\n"
-    "        *y0 = ad_const(0);\n"
-    "    *y1 = ad_mul(a, ad_tanh(ad_mul(alpha, A)));\n"
+    "        *y0 = 0;\n"
+    "    *y1 = a * tanh(alpha * A);\n"
     "}\n";
 
 #define ROWS 3

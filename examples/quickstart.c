@@ -26,9 +26,9 @@
 static const char *SOURCE =
     "T f(T x, T a)\n"
     "{\n"
-    "    if (ad_val(x) < 1)\n"
-    "        return ad_mul(a, ad_mul(x, x));\n"
-    "    return ad_mul(a, ad_sub(ad_add(x, x), ad_const(1)));\n"
+    "    if (x < 1)\n"
+    "        return a * (x * x);\n"
+    "    return a * (2 * x - 1);\n"
     "}\n";
 
 #define N 6

@@ -252,6 +252,49 @@ clmad_status clmad_tensor_read(clmad_tensor *t, void *host, size_t capacity_byte
  * another size), CLMAD_ERR_OPENCL. */
 clmad_status clmad_tensor_write(clmad_tensor *t, const void *host, size_t size_bytes);
 
+/*
+ * Staging: many tensors' values between the device and the host in one go
+ * (packing gradients for a reduction across processes, checkpoints). A
+ * staging area is a buffer of host-visible memory (CL_MEM_ALLOC_HOST_PTR:
+ * pinned on GPUs, so transfers run at full speed) mapped into the host's
+ * address space between calls; the copies between it and the tensors run
+ * on the device. Layout: tensors back to back in the order given, tensor k
+ * at the sum of the sizes in bytes of those before it.
+ */
+typedef struct clmad_staging clmad_staging;
+
+/**
+ * Creates a staging area of `bytes` bytes on ctx (bytes may be 0). The
+ * caller owns *s and releases it with clmad_staging_release.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_OUT_OF_MEMORY,
+ * CLMAD_ERR_OPENCL, CLMAD_ERR_STATE when ctx was released.
+ */
+clmad_status clmad_staging_create(clmad_context *ctx, size_t bytes, clmad_staging **s);
+
+/**
+ * Copies the values of ts[0..n) into the area, waits, and sets *host to its
+ * first byte: readable and writable until the next call on s.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, n < 0, a tensor of another
+ * context, more bytes than the area holds), CLMAD_ERR_OPENCL.
+ */
+clmad_status clmad_staging_gather(clmad_staging *s, clmad_tensor *const *ts, int n, void **host);
+
+/** Sets *host to the area's first byte, to be written before a scatter;
+ * valid until the next call on s. Errors: CLMAD_ERR_INVALID_ARGUMENT,
+ * CLMAD_ERR_OPENCL. */
+clmad_status clmad_staging_map(clmad_staging *s, void **host);
+
+/**
+ * Copies the area's bytes into ts[0..n) (the layout of a gather) and
+ * waits. The tensors are written in place (use it for values that the
+ * tape does not hold, or for gradients after backward).
+ * Errors: as clmad_staging_gather.
+ */
+clmad_status clmad_staging_scatter(clmad_staging *s, clmad_tensor *const *ts, int n);
+
+/** Frees a staging area; NULL is a no-op. */
+void clmad_staging_release(clmad_staging *s);
+
 /** Adds a reference; returns t. */
 clmad_tensor *clmad_tensor_retain(clmad_tensor *t);
 

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake pkg-config
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libclblast-dev libcriterion-dev
+  openmpi-bin libopenmpi-dev
 )
 # Optional extras for the other targets (bench, portability, kernel checks).
 if [ "${CLMAD_DEPS_EXTRA:-0}" = 1 ]; then

@@ -1,7 +1,11 @@
-/* clmad-info: lists every OpenCL device and marks the one clmad would use;
- * with --lower FILE, prints a broadcast function lowered from plain syntax
- * to the ad_ vocabulary (what clmad_kernel_create compiles). */
+/* clmad-info: lists every OpenCL device and marks the one clmad would use
+ * (and, built with the MPI component, the one each local MPI rank would
+ * take); with --lower FILE, prints a broadcast function lowered from plain
+ * syntax to the ad_ vocabulary (what clmad_kernel_create compiles). */
 #include <clmad.h>
+#ifdef CLMAD_INFO_MPI
+#include <clmad_mpi.h>
+#endif
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,10 +65,43 @@ static int lower(const char *path)
 static int usage(FILE *out, int status)
 {
     fprintf(out, "usage: clmad-info               list the OpenCL devices, mark the one clmad would use\n"
+#ifdef CLMAD_INFO_MPI
+                 "       clmad-info --ranks K     ... and show the device of MPI local ranks 0..K-1\n"
+                 "                                (default: one per device of the default kind, at least 2)\n"
+#endif
                  "       clmad-info --lower FILE  print FILE's broadcast functions lowered from plain\n"
                  "                                syntax to the ad_ vocabulary (FILE - reads stdin)\n");
     return status;
 }
+
+#ifdef CLMAD_INFO_MPI
+/* The device each of the local ranks 0..ranks-1 of a node would take in
+ * clmad_mpi_context_create; ranks 0 means one per device of the default
+ * kind (GPUs if any, else all), and at least 2, to show the cycle. */
+static int show_ranks(const clmad_device_info *list, size_t n, const char *spec, int ranks)
+{
+    if (ranks == 0) {
+        size_t gpus = 0;
+        for (size_t i = 0; i < n; i++)
+            gpus += list[i].type == CLMAD_DEVICE_GPU;
+        size_t k = gpus ? gpus : n;
+        ranks = k < 2 ? 2 : k > 64 ? 64 : (int)k; /* a readable list */
+    }
+    printf("with MPI (clmad_mpi_context_create), local rank r of a node would use%s%s%s:\n",
+           spec && spec[0] ? " (CLMAD_DEVICE=" : "", spec && spec[0] ? spec : "",
+           spec && spec[0] ? ", every rank alike)" : "");
+    for (int r = 0; r < ranks; r++) {
+        size_t idx = 0;
+        clmad_status st = clmad_mpi_device_for_rank(list, n, r, spec, &idx);
+        if (st != CLMAD_OK) {
+            printf("  rank %d: no device: %s\n", r, clmad_last_error(NULL));
+            return 1;
+        }
+        printf("  rank %d: %d:%d %s\n", r, list[idx].platform_index, list[idx].device_index, list[idx].name);
+    }
+    return 0;
+}
+#endif
 
 int main(int argc, char **argv)
 {
@@ -72,6 +109,17 @@ int main(int argc, char **argv)
         return lower(argv[2]);
     if (argc == 2 && !strcmp(argv[1], "--help"))
         return usage(stdout, 0);
+    int ranks = 0;
+#ifdef CLMAD_INFO_MPI
+    if (argc == 3 && !strcmp(argv[1], "--ranks")) {
+        char *end = NULL;
+        long k = strtol(argv[2], &end, 10);
+        if (!*argv[2] || *end || k < 1 || k > 4096)
+            return usage(stderr, 2);
+        ranks = (int)k;
+        argc = 1;
+    }
+#endif
     if (argc != 1)
         return usage(stderr, 2);
     clmad_device_info *list = NULL;
@@ -108,6 +156,13 @@ int main(int argc, char **argv)
                list[chosen].platform_index, list[chosen].device_index, list[chosen].name);
     else
         printf("clmad would use no device: %s\n", n ? clmad_last_error(NULL) : "none reported");
+    int status = choice == CLMAD_OK ? 0 : 1;
+#ifdef CLMAD_INFO_MPI
+    if (status == 0)
+        status = show_ranks(list, n, spec, ranks);
+#else
+    (void)ranks;
+#endif
     clmad_device_list_free(list);
-    return choice == CLMAD_OK ? 0 : 1;
+    return status;
 }

@@ -12,6 +12,7 @@ struct clmad_staging {
     cl_mem mem;   /* NULL when bytes == 0 */
     size_t bytes;
     void *host;   /* the mapped area, or NULL while unmapped */
+    int owned;    /* the context's own (clmad_context_staging): holds no reference */
 };
 
 static clmad_status map(clmad_staging *s)
@@ -37,13 +38,8 @@ static clmad_status unmap(clmad_staging *s)
     return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(s->ctx, err, "clEnqueueUnmapMemObject (staging)");
 }
 
-clmad_status clmad_staging_create(clmad_context *ctx, size_t bytes, clmad_staging **out)
+static clmad_status staging_make(clmad_context *ctx, size_t bytes, int owned, clmad_staging **out)
 {
-    if (!ctx || !out)
-        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_staging_create: ctx and s must not be NULL");
-    clmad_status st = clmad__check_open(ctx, "clmad_staging_create");
-    if (st != CLMAD_OK)
-        return st;
     clmad_staging *s = calloc(1, sizeof *s);
     if (!s)
         return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory creating a staging area");
@@ -62,9 +58,58 @@ clmad_status clmad_staging_create(clmad_context *ctx, size_t bytes, clmad_stagin
             return clmad__fail_cl(ctx, err, "clCreateBuffer (staging)");
         }
     }
-    clmad__context_retain(ctx);
+    s->owned = owned;
+    if (!owned)
+        clmad__context_retain(ctx);
     *out = s;
     return CLMAD_OK;
+}
+
+clmad_status clmad_staging_create(clmad_context *ctx, size_t bytes, clmad_staging **out)
+{
+    if (!ctx || !out)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_staging_create: ctx and s must not be NULL");
+    clmad_status st = clmad__check_open(ctx, "clmad_staging_create");
+    return st == CLMAD_OK ? staging_make(ctx, bytes, 0, out) : st;
+}
+
+static void staging_free(clmad_staging *s)
+{
+    unmap(s);
+    if (s->mem)
+        clReleaseMemObject(s->mem);
+    free(s);
+}
+
+clmad_status clmad_context_staging(clmad_context *ctx, size_t bytes, clmad_staging **out)
+{
+    if (!ctx || !out)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_context_staging: ctx and s must not be NULL");
+    clmad_status st = clmad__check_open(ctx, "clmad_context_staging");
+    if (st != CLMAD_OK)
+        return st;
+    clmad_staging *had = ctx->staging;
+    if (!had || had->bytes < bytes) {
+        /* Grown geometrically, so that slowly growing requests do not
+         * reallocate every time. */
+        size_t grown = had && had->bytes * 2 > bytes ? had->bytes * 2 : bytes;
+        clmad_staging *s;
+        st = staging_make(ctx, grown, 1, &s);
+        if (st != CLMAD_OK)
+            return st;
+        if (had)
+            staging_free(had);
+        ctx->staging = s;
+    }
+    *out = ctx->staging;
+    return CLMAD_OK;
+}
+
+void clmad__staging_drop_owned(clmad_context *ctx)
+{
+    if (ctx->staging)
+        staging_free(ctx->staging);
+    ctx->staging = NULL;
 }
 
 /* Checks the tensors and that they fit, back to back. */
@@ -142,12 +187,9 @@ clmad_status clmad_staging_scatter(clmad_staging *s, clmad_tensor *const *ts, in
 
 void clmad_staging_release(clmad_staging *s)
 {
-    if (!s)
+    if (!s || s->owned)
         return;
-    unmap(s);
-    if (s->mem)
-        clReleaseMemObject(s->mem);
     clmad_context *ctx = s->ctx;
-    free(s);
+    staging_free(s);
     clmad__context_unref(ctx);
 }

@@ -100,3 +100,24 @@ Test(staging, misuse)
     clmad_tensor_release(u);
     clmad_context_release(other);
 }
+
+/* The context's own area: kept while large enough, grown geometrically,
+ * never released by the caller, freed with the context. */
+Test(staging, context_area)
+{
+    clmad_context *ctx = test_context();
+    size_t s4[1] = {4};
+    clmad_tensor *t = tensor_of(ctx, CLMAD_F64, 1, s4, 7);
+    clmad_staging *a = NULL, *b = NULL, *c = NULL;
+    CHECK_OK(ctx, clmad_context_staging(ctx, 16, &a));
+    CHECK_OK(ctx, clmad_context_staging(ctx, 8, &b));
+    cr_expect_eq(a, b, "a large enough area is kept");
+    clmad_staging_release(b); /* a no-op for the context's own area */
+    CHECK_OK(ctx, clmad_context_staging(ctx, 32, &c));
+    void *host = NULL;
+    CHECK_OK(ctx, clmad_staging_gather(c, &t, 1, &host));
+    cr_expect_eq(((const double *)host)[3], 10.0);
+    clmad_context_release(ctx); /* t keeps the context; its area is gone */
+    cr_expect_eq(clmad_context_staging(ctx, 8, &a), CLMAD_ERR_STATE);
+    clmad_tensor_release(t);
+}

@@ -292,8 +292,18 @@ clmad_status clmad_staging_map(clmad_staging *s, void **host);
  */
 clmad_status clmad_staging_scatter(clmad_staging *s, clmad_tensor *const *ts, int n);
 
-/** Frees a staging area; NULL is a no-op. */
+/** Frees a staging area; NULL, or the context's own area, is a no-op. */
 void clmad_staging_release(clmad_staging *s);
+
+/**
+ * The context's own staging area, of at least `bytes` bytes: made on the
+ * first call and grown (to twice its size, or more) when a call needs
+ * more, so that a training loop that stages every step allocates pinned
+ * memory once. The context owns it: do not release it. Valid until the
+ * next call of this function on ctx, or clmad_context_release.
+ * Errors: as clmad_staging_create.
+ */
+clmad_status clmad_context_staging(clmad_context *ctx, size_t bytes, clmad_staging **s);
 
 /** Adds a reference; returns t. */
 clmad_tensor *clmad_tensor_retain(clmad_tensor *t);

@@ -160,6 +160,7 @@ static void context_destroy(clmad_context *ctx)
             if (ctx->ops[d][i])
                 clReleaseKernel(ctx->ops[d][i]);
     clmad__program_cache_clear(&ctx->programs);
+    clmad__staging_drop_owned(ctx);
     clmad__buffer_pool_clear(ctx);
     if (ctx->queue)
         clReleaseCommandQueue(ctx->queue);
@@ -207,6 +208,7 @@ void clmad_context_release(clmad_context *ctx)
         clmad_kernel_release(ctx->builtins[b]);
         ctx->builtins[b] = NULL;
     }
+    clmad__staging_drop_owned(ctx);
     clmad__buffer_pool_clear(ctx);
     clmad__context_unref(ctx);
 }

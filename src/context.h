@@ -79,6 +79,7 @@ struct clmad_context {
     clmad_tape tape;
     cl_kernel ops[2][CLMAD_OPS_COUNT];        /* [dtype][id] */
     struct clmad_kernel *builtins[CLMAD_BUILTIN_COUNT];
+    struct clmad_staging *staging;  /* clmad_context_staging's area, or NULL */
     /* The user's reference (until clmad_context_release) plus one per live
      * tensor and kernel, builtins included: the context is destroyed with
      * the last. A plain int: a context and its objects are used by one
@@ -92,6 +93,9 @@ struct clmad_context {
  * reference destroys the context). */
 void clmad__context_retain(clmad_context *ctx);
 void clmad__context_unref(clmad_context *ctx);
+
+/* Frees the context's own staging area (staging.c). */
+void clmad__staging_drop_owned(clmad_context *ctx);
 
 /* CLMAD_ERR_STATE, naming `call`, once the user has released ctx: work
  * that would make objects or record on the tape of a context that only

@@ -5,11 +5,17 @@
  * order of the additions changes the rounding (checked below: with 3 ranks
  * or more, some elements differ between the rank order and another order,
  * otherwise the test would prove nothing). ctest runs it with 3 ranks: with
- * 2, a + b = b + a and every order gives the same bits. */
+ * 2, a + b = b + a and every order gives the same bits. And with Open MPI's
+ * ring allreduce (tests/mpi/CMakeLists.txt sets it, and
+ * CLMAD_MPI_TEST_ORDER_DIFFERS=1): its default for these sizes happens to
+ * add in rank order, so an implementation that ignored the flag would
+ * pass; the ring adds in another order for some elements, checked here on
+ * the plain (non-deterministic) allreduce. */
 #include "mpi_support.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define N32 64
@@ -142,6 +148,27 @@ int main(int argc, char **argv)
 
     float a32[N32], b32[N32];
     double a64[N64], b64[N64];
+
+    /* The plain allreduce: how many elements differ from the rank order. */
+    mt_set_grads(ctx, ps, cs, 2);
+    MT_OK(ctx, clmad_mpi_allreduce_grads(ctx, MPI_COMM_WORLD, ps, 2, CLMAD_MPI_SUM, 0));
+    read_grads(ctx, ps, a32, a64);
+    int plain_differs = 0;
+    for (int i = 0; i < N32; i++) {
+        float want = sum32(i, 0);
+        plain_differs += memcmp(&a32[i], &want, sizeof want) != 0;
+    }
+    for (int i = 0; i < N64; i++) {
+        double want = sum64(i, 0);
+        plain_differs += memcmp(&a64[i], &want, sizeof want) != 0;
+    }
+    printf("rank %d: the plain allreduce differs from the rank-order sum in %d of %d elements\n", mt_rank,
+           plain_differs, N32 + N64);
+    const char *expect = getenv("CLMAD_MPI_TEST_ORDER_DIFFERS");
+    if (expect && !strcmp(expect, "1") && mt_size >= 3)
+        MT_CHECK(plain_differs > 0, "self-check: the plain allreduce adds in rank order here, so the test cannot "
+                                    "tell the deterministic mode from it (is the ring algorithm set?)");
+
     round_trip(ctx, ps, cs, CLMAD_MPI_SUM, a32, a64, "sum, first call");
     round_trip(ctx, ps, cs, CLMAD_MPI_SUM, b32, b64, "sum, second call");
     MT_CHECK(!memcmp(a32, b32, sizeof a32) && !memcmp(a64, b64, sizeof a64),

@@ -6,7 +6,12 @@
 #   2. through pkg-config: `cc quickstart.c $(pkg-config --cflags --libs clmad)`
 #      (shared), and `pkg-config --static` flags with libclmad.a (static).
 # The shared builds must load libclmad.so from the prefix.
-# Usage: install_test.sh SOURCE_DIR BUILD_DIR [CMAKE] [CC]
+# When the build has the MPI component (clmad-mpi.pc is installed), the same
+# for tests/outside/mpi_program.c: find_package(clmad COMPONENTS mpi) with
+# clmad::mpi and clmad::mpi_static, and pkg-config clmad-mpi, shared and
+# static; run through the MPI launcher given after CC (e.g. mpiexec -n 2
+# --oversubscribe; without one, as a single process).
+# Usage: install_test.sh SOURCE_DIR BUILD_DIR [CMAKE] [CC] [MPI LAUNCHER...]
 # Registered in ctest as install_outside (tests/CMakeLists.txt), which sets
 # the test environment (POCL only, caches under the build folder).
 set -euo pipefail
@@ -14,6 +19,9 @@ src=$(cd "$1" && pwd)
 build=$(cd "$2" && pwd)
 cmake=${3:-cmake}
 cc=${4:-cc}
+shift $(( $# < 4 ? $# : 4 ))
+launcher=("$@")
+mpi_program=$src/tests/outside/mpi_program.c
 example=$src/examples/quickstart.c
 work=$build/install-test
 prefix=$work/prefix
@@ -37,20 +45,29 @@ libdir=$(cd "$(dirname "$(dirname "$pc")")" && pwd -P)
 for f in libclmad.a libclmad.so; do
     [ -e "$libdir/$f" ] || fail "$libdir/$f was not installed"
 done
+mpi=0
+if [ -f "$libdir/pkgconfig/clmad-mpi.pc" ]; then
+    mpi=1
+    for f in "$prefix/include/clmad_mpi.h" "$libdir/libclmad_mpi.a" "$libdir/libclmad_mpi.so" \
+             "$(dirname "$config")/clmadMpiTargets.cmake"; do
+        [ -e "$f" ] || fail "$f was not installed (the MPI component was built)"
+    done
+    echo "the MPI component is installed: its programs are built and run too"
+fi
 
-# The shared builds must use the prefix's libclmad.so.
+# The shared builds must use the prefix's libclmad.so (and libclmad_mpi.so).
 check_links_prefix() {
-    local exe=$1
+    local exe=$1 lib=${2:-libclmad}
     local path
-    path=$(ldd "$exe" | sed -n 's/^[[:space:]]*libclmad\.so[^ ]* => \([^ ]*\) .*/\1/p')
-    [ -n "$path" ] || fail "$exe does not link libclmad.so (or it is not found): $(ldd "$exe")"
+    path=$(ldd "$exe" | sed -n "s/^[[:space:]]*$lib\\.so[^ ]* => \\([^ ]*\\) .*/\\1/p")
+    [ -n "$path" ] || fail "$exe does not link $lib.so (or it is not found): $(ldd "$exe")"
     [ "$(cd "$(dirname "$path")" && pwd -P)" = "$libdir" ] || fail "$exe loads $path, not the one in $libdir"
     echo "$exe: loads $path"
 }
 check_static() {
     local exe=$1
-    if ldd "$exe" | grep -q 'libclmad\.so'; then
-        fail "$exe should not need libclmad.so"
+    if ldd "$exe" | grep -q 'libclmad\(_mpi\)\?\.so'; then
+        fail "$exe should not need libclmad.so or libclmad_mpi.so"
     fi
     echo "$exe: no libclmad.so (static)"
 }
@@ -59,10 +76,15 @@ step "outside CMake project: find_package(clmad)"
 "$cmake" -S "$src/tests/outside" -B "$work/cmake" \
     -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON \
-    -DCLMAD_EXAMPLE="$example"
+    -DCLMAD_EXAMPLE="$example" -DCLMAD_MPI_PROGRAM="$([ $mpi = 1 ] && echo "$mpi_program")"
 "$cmake" --build "$work/cmake"
 check_links_prefix "$work/cmake/example_shared"
 check_static "$work/cmake/example_static"
+if [ $mpi = 1 ]; then
+    check_links_prefix "$work/cmake/mpi_shared"
+    check_links_prefix "$work/cmake/mpi_shared" libclmad_mpi
+    check_static "$work/cmake/mpi_static"
+fi
 
 step "outside build through pkg-config"
 export PKG_CONFIG_PATH=$(dirname "$pc")
@@ -79,8 +101,37 @@ static_libs=$(pkg-config --libs --static clmad | sed "s|-lclmad\\b|$libdir/libcl
     $(pkg-config --cflags clmad) $static_libs -lm
 check_static "$work/pc_static"
 
+if [ $mpi = 1 ]; then
+    step "outside MPI build through pkg-config clmad-mpi"
+    echo "pkg-config --cflags --libs clmad-mpi: $(pkg-config --cflags --libs clmad-mpi)"
+    # shellcheck disable=SC2046
+    "$cc" -std=c99 -Wall -Wextra -Werror "$mpi_program" -o "$work/pc_mpi_shared" \
+        $(pkg-config --cflags --libs clmad-mpi) -Wl,-rpath,"$(pkg-config --variable=libdir clmad-mpi)"
+    check_links_prefix "$work/pc_mpi_shared"
+    check_links_prefix "$work/pc_mpi_shared" libclmad_mpi
+    static_libs=$(pkg-config --libs --static clmad-mpi |
+        sed -e "s|-lclmad_mpi\\b|$libdir/libclmad_mpi.a|" -e "s|-lclmad\\b|$libdir/libclmad.a|")
+    # shellcheck disable=SC2046,SC2086
+    "$cc" -std=c99 -Wall -Wextra -Werror "$mpi_program" -o "$work/pc_mpi_static" \
+        $(pkg-config --cflags clmad-mpi) $static_libs -lm
+    check_static "$work/pc_mpi_static"
+fi
+
 for exe in cmake/example_shared cmake/example_static pc_shared pc_static; do
     step "run $exe"
     "$work/$exe" || fail "$exe exited with status $?"
 done
-printf '\ninstall test: ok (CMake package and pkg-config, shared and static)\n'
+# Each rank with a POCL kernel cache of its own (tests/CMakeLists.txt says
+# why), named after its rank as Open MPI or MPICH's launcher tells it.
+if [ $mpi = 1 ]; then
+    for exe in cmake/mpi_shared cmake/mpi_static pc_mpi_shared pc_mpi_static; do
+        step "run $exe${launcher[*]:+ through ${launcher[*]}}"
+        "${launcher[@]}" sh -c 'if [ -n "${POCL_CACHE_DIR:-}" ]; then
+                export POCL_CACHE_DIR="$POCL_CACHE_DIR/rank${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}"
+                mkdir -p "$POCL_CACHE_DIR"
+            fi
+            exec "$0"' "$work/$exe" || fail "$exe exited with status $?"
+    done
+fi
+printf '\ninstall test: ok (CMake package and pkg-config, shared and static%s)\n' \
+    "$([ $mpi = 1 ] && echo ', with the MPI component')"

@@ -118,6 +118,11 @@ static uint64_t params_hash(clmad_tensor *const *params, int n)
     return h;
 }
 
+static const char *op_name(int64_t op)
+{
+    return op == CLMAD_MPI_AVERAGE ? "CLMAD_MPI_AVERAGE" : op == CLMAD_MPI_SUM ? "CLMAD_MPI_SUM" : "?";
+}
+
 static const char *dtype_name(int64_t dt) { return dt == CLMAD_F64 ? "f64" : dt == CLMAD_F32 ? "f32" : "?"; }
 
 /* Describes parameter k of every rank (a second exchange; only when the
@@ -191,12 +196,15 @@ static clmad_status agree(agreement *a, clmad_status local, clmad_tensor *const 
                                "%s: parameter lists differ across ranks: rank 0 passes %lld parameters, rank %d "
                                "passes %lld",
                                a->call, (long long)h0[H_N], r, (long long)h[H_N]);
-        if (h[H_ROOT] != h0[H_ROOT] || h[H_OP] != h0[H_OP] || h[H_FLAGS] != h0[H_FLAGS])
-            return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT,
-                               "%s: ranks 0 and %d disagree on the %s (%lld and %lld)", a->call, r,
-                               h[H_ROOT] != h0[H_ROOT] ? "root" : h[H_OP] != h0[H_OP] ? "operation" : "flags",
-                               (long long)(h[H_ROOT] != h0[H_ROOT] ? h0[H_ROOT] : h[H_OP] != h0[H_OP] ? h0[H_OP] : h0[H_FLAGS]),
-                               (long long)(h[H_ROOT] != h0[H_ROOT] ? h[H_ROOT] : h[H_OP] != h0[H_OP] ? h[H_OP] : h[H_FLAGS]));
+        if (h[H_ROOT] != h0[H_ROOT])
+            return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: ranks 0 and %d disagree on the root (%lld and %lld)",
+                               a->call, r, (long long)h0[H_ROOT], (long long)h[H_ROOT]);
+        if (h[H_OP] != h0[H_OP])
+            return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: ranks 0 and %d disagree on the operation (%s and %s)",
+                               a->call, r, op_name(h0[H_OP]), op_name(h[H_OP]));
+        if (h[H_FLAGS] != h0[H_FLAGS])
+            return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: ranks 0 and %d disagree on the flags (0x%llx and 0x%llx)",
+                               a->call, r, (unsigned long long)h0[H_FLAGS], (unsigned long long)h[H_FLAGS]);
     }
     if (h0[H_ROOT] >= a->size)
         return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: root %lld, but the communicator has %d ranks",
@@ -218,9 +226,10 @@ static clmad_status local_checks(agreement *a, clmad_tensor *const *params, int 
 {
     if (!a->ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", a->call);
-    if (n < 0 || (n > 0 && !params))
-        return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: %d parameters at %p", a->call, n,
-                           (const void *)params);
+    if (n < 0)
+        return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: n < 0 (%d parameters)", a->call, n);
+    if (n > 0 && !params)
+        return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: params is NULL (n is %d)", a->call, n);
     size_t elements[2] = {0, 0};
     for (int k = 0; k < n; k++) {
         if (!params[k])

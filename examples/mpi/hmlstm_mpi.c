@@ -37,6 +37,37 @@
 #endif
 #include "hmlstm_dp.h"
 
+/* The mean over ranks of a per-rank value, summed in rank order (the same
+ * bits on every rank and in every run). */
+static double mean_over_ranks(MPI_Comm comm, double mine)
+{
+    int size = 1;
+    MPI_Comm_size(comm, &size);
+    double *all = malloc((size_t)size * sizeof *all), s = 0;
+    MPI_Allgather(&mine, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, comm);
+    for (int r = 0; r < size; r++)
+        s += all[r];
+    free(all);
+    return s / size;
+}
+
+/* FNV-1a over the bytes of the parameters: equal hashes on every rank say
+ * that the replicas hold the same bits. */
+static unsigned long long params_hash(model *m)
+{
+    unsigned long long h = 14695981039346656037ull;
+    for (int j = 0; j < NPARAM; j++) {
+        size_t n = clmad_tensor_numel(m->p[j]);
+        float *v = malloc(n * sizeof *v);
+        CHECK(clmad_tensor_read(m->p[j], v, n * sizeof *v));
+        const unsigned char *c = (const unsigned char *)v;
+        for (size_t k = 0; k < n * sizeof *v; k++)
+            h = (h ^ c[k]) * 1099511628211ull;
+        free(v);
+    }
+    return h;
+}
+
 static int usage(const char *argv0, int rank)
 {
     if (rank == 0)

@@ -17,8 +17,8 @@
 #     (why 1e-5: the sums over rows, the loss's mean and the rank average
 #     are rounded differently with 2 ranks, each a few units of f32's 2^-24;
 #     Adam and the recurrence carry such differences on from step to step:
-#     over these 40 steps the row-reversed run `rev` drifts 3e-7 from `one`,
-#     and so does `two`. 1e-5 is ~30 times that, and ~25 times below the
+#     over these 40 steps the row-reversed run `rev` drifts 3.3e-7 from
+#     `one`, and `two` 4.6e-7. 1e-5 is ~20 times that, and ~25 times below the
 #     smallest real error tried: summing instead of averaging the gradients,
 #     which Adam nearly hides, moves the curve by 2.6e-4; a missing
 #     broadcast or allreduce moves it by more than 100%);

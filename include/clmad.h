@@ -252,6 +252,23 @@ clmad_status clmad_tensor_read(clmad_tensor *t, void *host, size_t capacity_byte
  * another size), CLMAD_ERR_OPENCL. */
 clmad_status clmad_tensor_write(clmad_tensor *t, const void *host, size_t size_bytes);
 
+/**
+ * Copies the elements of src into dst, an existing tensor of the same
+ * shape and dtype, on the device (no host round trip), outside the tape:
+ * nothing is recorded, and dst keeps its identity (its references,
+ * requires_grad flag and accumulated gradient). The copy is enqueued on
+ * the context's queue; later calls see the new values. Tensors that share
+ * one buffer (the same cl_mem wrapped twice, clmad_cl.h) are left as they
+ * are. src may be anything, the tape's tensors included.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, tensors of two contexts),
+ * CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE, CLMAD_ERR_STATE (the tape still holds
+ * dst: it is an input or an output of an operation recorded on the current
+ * tape, whose backward would go wrong; copy after clmad_backward or
+ * clmad_tape_clear), CLMAD_ERR_OPENCL (e.g. two overlapping sub-buffers of
+ * one caller's buffer).
+ */
+clmad_status clmad_tensor_copy(clmad_tensor *dst, clmad_tensor *src);
+
 /*
  * Staging: many tensors' values between the device and the host in one go
  * (packing gradients for a reduction across processes, checkpoints). A

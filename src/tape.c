@@ -15,6 +15,22 @@ int clmad__needs_grad(const clmad_context *ctx, const clmad_tensor *t)
     return t->node ? node_current(ctx, t) : t->requires_grad;
 }
 
+int clmad__tape_holds(const clmad_context *ctx, const clmad_tensor *t)
+{
+    return t->tape_refs > 0 || node_current(ctx, t);
+}
+
+/* Drops the node's reference to input j (NULL once dropped). */
+static void drop_input(clmad_node *node, int j)
+{
+    clmad_tensor *x = node->inputs[j];
+    if (!x)
+        return;
+    x->tape_refs--;
+    node->inputs[j] = NULL;
+    clmad_tensor_release(x);
+}
+
 int clmad__should_record(const clmad_context *ctx, clmad_tensor *const *inputs, int n)
 {
     if (!ctx->tape.grad_enabled)
@@ -31,7 +47,7 @@ static void node_free(clmad_context *ctx, clmad_node *node)
         node->free_data(node);
     ctx->stats.tape_saved_bytes -= node->saved_bytes;
     for (int j = 0; j < node->n_inputs; j++)
-        clmad_tensor_release(node->inputs[j]);
+        drop_input(node, j);
     for (int o = 0; o < node->n_outputs; o++) {
         clmad_tensor_release(node->out_adj[o]);
         clmad_tensor_release(node->out_adj_scale[o]);
@@ -92,8 +108,11 @@ clmad_status clmad__record(clmad_context *ctx, const char *name, clmad_backward_
     node->name = name;
     node->backward = backward;
     node->n_inputs = n_inputs;
-    for (int j = 0; j < n_inputs; j++)
+    for (int j = 0; j < n_inputs; j++) {
         node->inputs[j] = clmad_tensor_retain(inputs[j]);
+        if (inputs[j])
+            inputs[j]->tape_refs++;
+    }
     node->n_outputs = n_outputs;
     node->dtype = outputs[0]->dtype;
     for (int o = 0; o < n_outputs; o++) {
@@ -406,10 +425,8 @@ clmad_status clmad_backward(clmad_context *ctx, clmad_tensor *loss, clmad_tensor
             node->free_data = NULL;
             ctx->stats.tape_saved_bytes -= node->saved_bytes;
             node->saved_bytes = 0;
-            for (int j = 0; j < node->n_inputs; j++) {
-                clmad_tensor_release(node->inputs[j]);
-                node->inputs[j] = NULL;
-            }
+            for (int j = 0; j < node->n_inputs; j++)
+                drop_input(node, j);
         }
     }
     if (!tape->retain || st != CLMAD_OK)

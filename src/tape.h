@@ -42,6 +42,11 @@ struct clmad_node {
  * of a node on the current tape. */
 int clmad__needs_grad(const clmad_context *ctx, const clmad_tensor *t);
 
+/* 1 if the current tape still needs t's values: a node keeps it as an
+ * input, or t is the output of a node on the tape. Writing into such a
+ * tensor outside the tape would make backward wrong. */
+int clmad__tape_holds(const clmad_context *ctx, const clmad_tensor *t);
+
 /* 1 if an operation on these inputs must be recorded. */
 int clmad__should_record(const clmad_context *ctx, clmad_tensor *const *inputs, int n);
 

@@ -19,6 +19,7 @@ struct clmad_tensor {
     struct clmad_node *node;   /* producing node, valid while node_gen is current */
     uint64_t node_gen;
     int out_index;             /* which output of node */
+    int tape_refs;             /* references held by tape nodes (as an input) */
 };
 
 /* Checks a tensor handed to `call` on ctx: CLMAD_ERR_STATE when ctx was

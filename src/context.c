@@ -91,21 +91,26 @@ clmad_status clmad_context_create(const clmad_options *options, clmad_context **
     clmad_status st = choose_device(opt, &dev);
     if (st != CLMAD_OK)
         return st;
+    return clmad__context_new(opt, &dev, NULL, NULL, out);
+}
 
+clmad_status clmad__context_new(const clmad_options *opt, const clmad_device_entry *dev,
+                                cl_context cl, cl_command_queue queue, clmad_context **out)
+{
     clmad_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory creating a context");
     ctx->refcount = 1;
-    ctx->platform = dev.platform;
-    ctx->device = dev.device;
-    ctx->info = dev.info;
-    ctx->fp64 = dev.info.fp64 && !opt->disable_fp64;
+    ctx->platform = dev->platform;
+    ctx->device = dev->device;
+    ctx->info = dev->info;
+    ctx->fp64 = dev->info.fp64 && !opt->disable_fp64;
     /* Compilers built on upstream clang that accept always_inline in
      * `#pragma clang attribute` (codegen.c); others get no pragma. */
-    ctx->inline_pragma = strstr(dev.info.platform_name, "Portable Computing Language") != NULL ||
-                         strstr(dev.info.platform_name, "rusticl") != NULL;
-    ctx->items = dev.info.type == CLMAD_DEVICE_CPU &&
-                         strstr(dev.info.platform_name, "Portable Computing Language") != NULL
+    ctx->inline_pragma = strstr(dev->info.platform_name, "Portable Computing Language") != NULL ||
+                         strstr(dev->info.platform_name, "rusticl") != NULL;
+    ctx->items = dev->info.type == CLMAD_DEVICE_CPU &&
+                         strstr(dev->info.platform_name, "Portable Computing Language") != NULL
                      ? CLMAD_CPU_ITEMS_PER_WORK_ITEM
                      : 1;
     /* CLMAD_ITEMS_PER_WORK_ITEM=N: N elements per work-item on any device
@@ -117,13 +122,27 @@ clmad_status clmad_context_create(const clmad_options *options, clmad_context **
         ctx->items = v >= 1 && v <= 1024 ? (int)v : ctx->items;
     }
 
-    cl_int err;
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev.platform, 0};
-    ctx->cl = clCreateContext(props, 1, &dev.device, NULL, NULL, &err);
-    if (err == CL_SUCCESS)
-        ctx->queue = clCreateCommandQueue(ctx->cl, dev.device, 0, &err);
+    if (cl) {
+        /* The caller's objects: clmad holds a reference to each and drops
+         * only that one (context_destroy). */
+        clRetainContext(cl);
+        ctx->cl = cl;
+        clRetainDevice(dev->device);
+        ctx->device_retained = 1;
+        if (queue) {
+            clRetainCommandQueue(queue);
+            ctx->queue = queue;
+        }
+    }
+    cl_int err = CL_SUCCESS;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev->platform, 0};
+    if (!ctx->cl)
+        ctx->cl = clCreateContext(props, 1, &dev->device, NULL, NULL, &err);
+    if (err == CL_SUCCESS && !ctx->queue)
+        ctx->queue = clCreateCommandQueue(ctx->cl, dev->device, 0, &err);
     if (err != CL_SUCCESS) {
-        st = clmad__fail_cl(ctx, err, "creating the OpenCL context and queue");
+        clmad_status st = clmad__fail_cl(ctx, err, cl ? "creating an OpenCL queue" :
+                                                        "creating the OpenCL context and queue");
         clmad__fail(NULL, st, "%s", clmad_last_error(ctx));
         clmad_context_release(ctx);
         return st;
@@ -166,6 +185,8 @@ static void context_destroy(clmad_context *ctx)
         clReleaseCommandQueue(ctx->queue);
     if (ctx->cl)
         clReleaseContext(ctx->cl);
+    if (ctx->device_retained)
+        clReleaseDevice(ctx->device);
     clmad__disk_cache_close(ctx);
     free(ctx->cache_dir);
     free(ctx->error.text);

@@ -87,7 +87,16 @@ struct clmad_context {
      * itself, are dropped by clmad_context_release, so they never keep it. */
     int refcount;
     int released;                   /* clmad_context_release was called */
+    int device_retained;            /* the caller's device, retained (clmad_context_create_cl) */
 };
+
+struct clmad_device_entry;
+
+/* Makes a context on dev with the options opt (checked): on the caller's
+ * cl context and queue when cl is not NULL (retained; a NULL queue is made
+ * on cl), else on new ones. Errors go to clmad_last_error(NULL). */
+clmad_status clmad__context_new(const clmad_options *opt, const struct clmad_device_entry *dev,
+                                cl_context cl, cl_command_queue queue, clmad_context **out);
 
 /* A tensor or kernel of ctx was made (retain) or has gone (unref; the last
  * reference destroys the context). */

@@ -14,7 +14,7 @@ static void info_string(cl_device_id d, cl_device_info what, char *dst, size_t c
     dst[cap - 1] = '\0';
 }
 
-static void fill_info(cl_platform_id p, cl_device_id d, int pi, int di, clmad_device_info *out)
+void clmad__device_fill_info(cl_platform_id p, cl_device_id d, int pi, int di, clmad_device_info *out)
 {
     memset(out, 0, sizeof *out);
     out->platform_index = pi;
@@ -105,7 +105,7 @@ static clmad_status enumerate_devices_locked(clmad_device_entry **entries, size_
         for (cl_uint d = 0; d < nd; d++) {
             list[n].platform = plats[p];
             list[n].device = ids[d];
-            fill_info(plats[p], ids[d], (int)p, (int)d, &list[n].info);
+            clmad__device_fill_info(plats[p], ids[d], (int)p, (int)d, &list[n].info);
             n++;
         }
         free(ids);

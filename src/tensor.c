@@ -196,7 +196,12 @@ void clmad_tensor_release(clmad_tensor *t)
         return;
     clmad_context *ctx = t->ctx;
     clmad_tensor_release(t->grad);
-    if (t->mem) {
+    if (t->wrapped) {
+        /* Only clmad's own references: its sub-buffer and its retain. */
+        if (t->mem && t->mem != t->wrapped)
+            clReleaseMemObject(t->mem);
+        clReleaseMemObject(t->wrapped);
+    } else if (t->mem) {
         ctx->stats.live_tensor_bytes -= t->capacity;
         clmad__buffer_return(ctx, t->mem, t->capacity);
     }

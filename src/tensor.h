@@ -12,7 +12,12 @@ struct clmad_tensor {
     size_t shape[CLMAD_MAX_DIMS];
     size_t numel;
     cl_mem mem;        /* NULL for an empty tensor (numel == 0) */
-    size_t capacity;   /* bytes of mem, as the pool made it */
+    size_t capacity;   /* bytes of mem, as the pool made it (0 when wrapped) */
+    /* The caller's buffer (clmad_tensor_wrap_cl), retained, or NULL: mem is
+     * then that buffer or a sub-buffer of it at wrapped_offset, and never
+     * goes to the pool. */
+    cl_mem wrapped;
+    size_t wrapped_offset;
     /* Reverse mode (see tape.h). */
     int requires_grad;         /* leaf: set by the user; outputs of recorded ops: 1 */
     clmad_tensor *grad;        /* leaf gradient accumulated by backward, or NULL */

@@ -7,6 +7,7 @@
 #     the body of `int main(void) { ... return 0; }`.
 #   - The line `<!-- snippet: compile-only -->` just before the opening fence
 #     compiles and links a block without running it.
+# Programs link libclmad.so, libm and OpenCL (for the clmad_cl.h snippets).
 # Each program runs in the test environment and must exit with status 0.
 # Usage: readme_snippets.sh README OUT_DIR CC INCLUDE_DIR LIBCLMAD_SO
 # Registered in ctest as readme_snippets (tests/CMakeLists.txt).
@@ -66,7 +67,7 @@ for txt in "$out"/snippet_*.txt; do
     fi
     if ! "$cc" -std=c11 -Wall -Wextra -Werror=implicit-function-declaration \
         -Werror=incompatible-pointer-types -Werror=int-conversion -Wno-unused-parameter \
-        -I"$include" "$c" -o "$base" "$lib" -Wl,-rpath,"$libdir" -lm 2>"$base.log"; then
+        -I"$include" "$c" -o "$base" "$lib" -Wl,-rpath,"$libdir" -lm -lOpenCL 2>"$base.log"; then
         echo "FAILED to compile $name ($where):"
         cat "$base.log"
         echo "--- the program, as compiled ($c):"

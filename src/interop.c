@@ -5,6 +5,7 @@
 
 #include <clmad_cl.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 
 /* CLMAD_ERR_INVALID_ARGUMENT for an OpenCL object the driver refused. */
@@ -171,13 +172,16 @@ static clmad_status check_buffer(clmad_context *ctx, cl_mem mem, size_t offset, 
     if (err != CL_SUCCESS)
         return clmad__fail_cl(ctx, err, "clGetDeviceInfo(CL_DEVICE_MEM_BASE_ADDR_ALIGN)");
     size_t align = align_bits / 8 ? align_bits / 8 : 1;
-    if (*base_offset % align != 0)
+    if (*base_offset % align != 0) {
+        char where[80] = "";
+        if (*base != mem) /* mem is a sub-buffer: the offset counts in its parent */
+            snprintf(where, sizeof where, " (%zu in mem's parent buffer)", *base_offset);
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
                            "%s: offset %zu%s is not a multiple of %zu bytes, the alignment of a "
                            "sub-buffer on device \"%s\" (CL_DEVICE_MEM_BASE_ADDR_ALIGN); wrap at an "
                            "aligned offset, or copy the elements to one",
-                           call, offset, *base != mem ? " (in mem's parent buffer: more)" : "", align,
-                           ctx->info.name);
+                           call, offset, where, align, ctx->info.name);
+    }
     return CLMAD_OK;
 }
 

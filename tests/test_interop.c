@@ -271,6 +271,12 @@ Test(interop, wrap_at_an_offset_reads_and_writes_only_its_elements)
     CHECK_OK(ctx, clmad_tensor_read(u, w, sizeof w));
     cr_assert(w[0] == (float)(2 * first) && w[1] == (float)(2 * first + 1));
     clmad_tensor_release(u);
+    u = NULL;
+    cr_assert_eq(clmad_tensor_wrap_cl(ctx, sub, sizeof(float), CLMAD_F32, 1, &two, &u),
+                 CLMAD_ERR_INVALID_ARGUMENT);
+    cr_assert(test_contains(clmad_last_error(ctx), "in mem's parent buffer"), "%s",
+              clmad_last_error(ctx));
+    cr_assert_null(u);
     /* At offset 0 a sub-buffer is used as it is. */
     size_t eight = 8;
     clmad_tensor *s = NULL;

@@ -622,6 +622,35 @@ clmad_status clmad_reshape(clmad_context *ctx, clmad_tensor *x, int ndim, const 
 /** Permutes the axes of x: out axis i is x axis perm[i]; perm NULL reverses them. */
 clmad_status clmad_transpose(clmad_context *ctx, clmad_tensor *x, const int *perm, clmad_tensor **out);
 
+/* ------------------------------------------------------------------------ */
+/* Training helpers: scalars                                                 */
+/* ------------------------------------------------------------------------ */
+
+/** A new 0-d tensor holding value (rounded to dtype), owned by the caller:
+ * a number as an operand of any builtin or broadcast. Errors as
+ * clmad_tensor_fill. */
+clmad_status clmad_tensor_scalar(clmad_context *ctx, clmad_dtype dtype, double value, clmad_tensor **out);
+
+/**
+ * x + value, x * value and x ^ value elementwise, value a number rounded to
+ * x's dtype: the same kernels and gradients as clmad_add, clmad_mul and
+ * clmad_pow with a 0-d tensor (x - c is clmad_add_scalar(x, -c)). *out is
+ * new, owned by the caller; recorded on the tape when x needs a gradient.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, x of another context), and
+ * those of clmad_broadcast.
+ */
+clmad_status clmad_add_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out);
+clmad_status clmad_mul_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out);
+clmad_status clmad_pow_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out);
+
+/**
+ * The value of a one-element tensor (0-d, or any shape of one element, such
+ * as a loss) as a double; waits for the work that computes it.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_SHAPE (not exactly
+ * one element), CLMAD_ERR_OPENCL.
+ */
+clmad_status clmad_tensor_item(clmad_tensor *t, double *value);
+
 #ifdef __cplusplus
 }
 #endif

@@ -651,6 +651,34 @@ clmad_status clmad_pow_scalar(clmad_context *ctx, clmad_tensor *x, double value,
  */
 clmad_status clmad_tensor_item(clmad_tensor *t, double *value);
 
+/* ------------------------------------------------------------------------ */
+/* Training helpers: random initialisation                                   */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * New tensors of random values made on the device by the counter-based
+ * generator Philox4x32-10 (Salmon et al., SC'11): element e is a pure
+ * function of (seed, e, dtype), so a seed gives the same bits on every
+ * device, in every run, whatever the launch size, and a tensor's first k
+ * elements are those of any longer tensor of the same seed. Different
+ * seeds give independent streams (use seed, seed + 1, ... for the
+ * tensors of a model). f32 takes 24 random bits per value (four values per
+ * Philox block), f64 53 bits (two per block).
+ * clmad_tensor_rand_uniform: lo + (hi - lo) u, u uniform on [0, 1) in
+ * steps of 2^-24 (f32) or 2^-53 (f64); rounding may give hi itself.
+ * clmad_tensor_rand_normal: mean + std z, z standard normal by Box-Muller
+ * on pairs of those uniforms (the device's log, sqrt, cos and sin: the
+ * values agree across devices to their accuracy, not bit for bit).
+ * *out is new (shape as clmad_tensor_create), owned by the caller; it does
+ * not require a gradient until clmad_tensor_set_requires_grad.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, bounds or std not finite,
+ * hi < lo, std < 0), and those of clmad_tensor_create.
+ */
+clmad_status clmad_tensor_rand_uniform(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
+                                       double lo, double hi, uint64_t seed, clmad_tensor **out);
+clmad_status clmad_tensor_rand_normal(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
+                                      double mean, double std, uint64_t seed, clmad_tensor **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -679,6 +679,51 @@ clmad_status clmad_tensor_rand_uniform(clmad_context *ctx, clmad_dtype dtype, in
 clmad_status clmad_tensor_rand_normal(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
                                       double mean, double std, uint64_t seed, clmad_tensor **out);
 
+/* ------------------------------------------------------------------------ */
+/* Training helpers: scopes                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A scope releases the intermediates of a training step in one call:
+ *
+ *     clmad_scope_begin(ctx);
+ *     ... forward (no release of intermediates), clmad_backward, step ...
+ *     clmad_scope_end(ctx);   // releases every tensor made since begin
+ *
+ * Every tensor that a call of ctx makes while a scope is open (the outputs
+ * of builtins, broadcasts and tensor creation calls) is entered in the
+ * innermost open scope, and clmad_scope_end releases one reference to each
+ * that is still alive: the caller's, the one the call handed out. So within
+ * a scope the caller releases nothing it made there, or, if it does, the
+ * scope leaves that tensor alone (entries are forgotten when a tensor is
+ * freed). What clmad keeps itself is never entered: the gradients that
+ * clmad_backward accumulates (read them with clmad_tensor_grad, a new
+ * reference that the caller releases as usual), stored partials, optimizer
+ * state. A tensor the tape still needs stays alive through the tape's own
+ * reference until the tape is cleared. Tensors made before begin (the
+ * parameters) are not affected, nor are references added by
+ * clmad_tensor_retain. Scopes nest; each end closes the innermost.
+ */
+
+/** Opens a scope on ctx. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL),
+ * CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_STATE (ctx was released). */
+clmad_status clmad_scope_begin(clmad_context *ctx);
+
+/** Closes the innermost open scope of ctx, releasing the caller's reference
+ * to every tensor made since its begin that is still alive and not kept.
+ * Call it before clmad_context_release (after, ctx must not be used; the
+ * tensors of scopes left open then stay the caller's).
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_STATE (no open scope). */
+clmad_status clmad_scope_end(clmad_context *ctx);
+
+/** Takes t out of its scope: the caller keeps its reference past
+ * clmad_scope_end and releases t itself (a no-op for a tensor in no scope).
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL). */
+clmad_status clmad_scope_keep(clmad_tensor *t);
+
+/** How many scopes are open on ctx (0 for NULL). */
+int clmad_scope_depth(const clmad_context *ctx);
+
 #ifdef __cplusplus
 }
 #endif

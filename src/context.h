@@ -90,6 +90,17 @@ struct clmad_context {
     cl_kernel ops[2][CLMAD_OPS_COUNT];        /* [dtype][id] */
     struct clmad_kernel *builtins[CLMAD_BUILTIN_COUNT];
     cl_kernel train[2][CLMAD_TRAIN_COUNT];    /* [dtype][id], train_kernels.c */
+    /* Scopes (scope.c): every tensor made while one is open, by position;
+     * an entry is NULL once the tensor is freed or kept. marks[i] is where
+     * open scope i began. paused > 0 while clmad makes tensors it keeps
+     * itself (gradients in backward, stored partials, optimizer state). */
+    struct {
+        struct clmad_tensor **list;
+        size_t count, cap;
+        size_t *marks;
+        size_t depth, marks_cap;
+        int paused;
+    } scope;
     struct clmad_staging *staging;  /* clmad_context_staging's area, or NULL */
     /* The user's reference (until clmad_context_release) plus one per live
      * tensor and kernel, builtins included: the context is destroyed with

@@ -75,6 +75,7 @@ clmad_status clmad_scope_end(clmad_context *ctx)
     if (ctx->scope.depth == 0)
         return clmad__fail(ctx, CLMAD_ERR_STATE, "clmad_scope_end: no scope is open (clmad_scope_begin)");
     size_t mark = ctx->scope.marks[--ctx->scope.depth];
+    clmad__context_retain(ctx); /* a released context must outlive the loop */
     /* Newest first, as a hand-written loop would release them. Releasing
      * one tensor never frees another of the list (tensors hold no tensors
      * but their gradient, which backward makes outside any scope). */
@@ -85,6 +86,7 @@ clmad_status clmad_scope_end(clmad_context *ctx)
             clmad_tensor_release(t);
         }
     }
+    clmad__context_unref(ctx);
     return CLMAD_OK;
 }
 

@@ -639,6 +639,207 @@ clmad_status clmad_reshape(clmad_context *ctx, clmad_tensor *x, int ndim, const 
 /** Permutes the axes of x: out axis i is x axis perm[i]; perm NULL reverses them. */
 clmad_status clmad_transpose(clmad_context *ctx, clmad_tensor *x, const int *perm, clmad_tensor **out);
 
+/* ------------------------------------------------------------------------ */
+/* Training helpers: scalars                                                 */
+/* ------------------------------------------------------------------------ */
+
+/** A new 0-d tensor holding value (rounded to dtype), owned by the caller:
+ * a number as an operand of any builtin or broadcast. Errors as
+ * clmad_tensor_fill. */
+clmad_status clmad_tensor_scalar(clmad_context *ctx, clmad_dtype dtype, double value, clmad_tensor **out);
+
+/**
+ * x + value, x * value and x ^ value elementwise, value a number rounded to
+ * x's dtype: the same kernels and gradients as clmad_add, clmad_mul and
+ * clmad_pow with a 0-d tensor (x - c is clmad_add_scalar(x, -c)). *out is
+ * new, owned by the caller; recorded on the tape when x needs a gradient.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, x of another context), and
+ * those of clmad_broadcast.
+ */
+clmad_status clmad_add_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out);
+clmad_status clmad_mul_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out);
+clmad_status clmad_pow_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out);
+
+/**
+ * The value of a one-element tensor (0-d, or any shape of one element, such
+ * as a loss) as a double; waits for the work that computes it.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_SHAPE (not exactly
+ * one element), CLMAD_ERR_OPENCL.
+ */
+clmad_status clmad_tensor_item(clmad_tensor *t, double *value);
+
+/* ------------------------------------------------------------------------ */
+/* Training helpers: random initialisation                                   */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * New tensors of random values made on the device by the counter-based
+ * generator Philox4x32-10 (Salmon et al., SC'11): element e is a pure
+ * function of (seed, e, dtype), so a seed gives the same bits on every
+ * device, in every run, whatever the launch size, and a tensor's first k
+ * elements are those of any longer tensor of the same seed. Different
+ * seeds give independent streams (use seed, seed + 1, ... for the
+ * tensors of a model). f32 takes 24 random bits per value (four values per
+ * Philox block), f64 53 bits (two per block).
+ * clmad_tensor_rand_uniform: lo + (hi - lo) u, u uniform on [0, 1) in
+ * steps of 2^-24 (f32) or 2^-53 (f64); rounding may give hi itself.
+ * clmad_tensor_rand_normal: mean + std z, z standard normal by Box-Muller
+ * on pairs of those uniforms (the device's log, sqrt, cos and sin: the
+ * values agree across devices to their accuracy, not bit for bit).
+ * *out is new (shape as clmad_tensor_create), owned by the caller; it does
+ * not require a gradient until clmad_tensor_set_requires_grad.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, bounds or std not finite,
+ * hi < lo, std < 0), and those of clmad_tensor_create.
+ */
+clmad_status clmad_tensor_rand_uniform(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
+                                       double lo, double hi, uint64_t seed, clmad_tensor **out);
+clmad_status clmad_tensor_rand_normal(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
+                                      double mean, double std, uint64_t seed, clmad_tensor **out);
+
+/* ------------------------------------------------------------------------ */
+/* Training helpers: scopes                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A scope releases the intermediates of a training step in one call:
+ *
+ *     clmad_scope_begin(ctx);
+ *     ... forward (no release of intermediates), clmad_backward, step ...
+ *     clmad_scope_end(ctx);   // releases every tensor made since begin
+ *
+ * Every tensor that a call of ctx makes while a scope is open (the outputs
+ * of builtins, broadcasts and tensor creation calls) is entered in the
+ * innermost open scope, and clmad_scope_end releases one reference to each
+ * that is still alive: the caller's, the one the call handed out. So within
+ * a scope the caller releases nothing it made there, or, if it does, the
+ * scope leaves that tensor alone (entries are forgotten when a tensor is
+ * freed). What clmad keeps itself is never entered: the gradients that
+ * clmad_backward accumulates (read them with clmad_tensor_grad, a new
+ * reference that the caller releases as usual), stored partials, optimizer
+ * state. A tensor the tape still needs stays alive through the tape's own
+ * reference until the tape is cleared. Tensors made before begin (the
+ * parameters) are not affected, nor are references added by
+ * clmad_tensor_retain. Scopes nest; each end closes the innermost.
+ */
+
+/** Opens a scope on ctx. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL),
+ * CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_STATE (ctx was released). */
+clmad_status clmad_scope_begin(clmad_context *ctx);
+
+/** Closes the innermost open scope of ctx, releasing the caller's reference
+ * to every tensor made since its begin that is still alive and not kept.
+ * Call it before clmad_context_release (after, ctx must not be used; the
+ * tensors of scopes left open then stay the caller's).
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_STATE (no open scope). */
+clmad_status clmad_scope_end(clmad_context *ctx);
+
+/** Takes t out of its scope: the caller keeps its reference past
+ * clmad_scope_end and releases t itself (a no-op for a tensor in no scope).
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL). */
+clmad_status clmad_scope_keep(clmad_tensor *t);
+
+/** How many scopes are open on ctx (0 for NULL). */
+int clmad_scope_depth(const clmad_context *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Training helpers: in-place updates and optimizers                         */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * These calls write into existing tensors and are never recorded. A tensor
+ * that the tape still holds (an input of a recorded operation, or the
+ * output of one) is refused with CLMAD_ERR_STATE: its values are needed by
+ * backward, which would silently compute wrong gradients. After
+ * clmad_backward the tape is cleared (unless retained), so updates go
+ * after it; clmad_tape_clear clears it by hand.
+ */
+
+/**
+ * y = alpha * x + beta * y, elementwise, in place. x may be NULL (y = beta
+ * * y) and may be y itself; beta 0 does not read y (so y = alpha x, or 0
+ * with x NULL, even over NaN). x must have y's shape, dtype and context.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (y NULL, x of another context),
+ * CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE, CLMAD_ERR_STATE (the tape holds y),
+ * CLMAD_ERR_OPENCL.
+ */
+clmad_status clmad_tensor_axpby(clmad_tensor *y, double alpha, clmad_tensor *x, double beta);
+
+typedef enum clmad_optimizer_kind {
+    CLMAD_OPTIM_SGD = 0,   /* torch.optim.SGD: momentum, nesterov, weight decay (L2) */
+    CLMAD_OPTIM_ADAM = 1,  /* torch.optim.Adam: weight decay added to the gradient (L2) */
+    CLMAD_OPTIM_ADAMW = 2  /* torch.optim.AdamW: decoupled weight decay */
+} clmad_optimizer_kind;
+
+/** Options of an optimizer. Initialise with clmad_optimizer_options_init. */
+typedef struct clmad_optimizer_options {
+    clmad_optimizer_kind kind;
+    double lr;            /* learning rate; default 1e-3 */
+    double momentum;      /* SGD: default 0 (no velocity kept) */
+    int nesterov;         /* SGD: Nesterov momentum (needs momentum > 0); default 0 */
+    double beta1, beta2;  /* Adam, AdamW: defaults 0.9, 0.999 */
+    double eps;           /* Adam, AdamW: default 1e-8 */
+    double weight_decay;  /* default 0; AdamW 1e-2 */
+} clmad_optimizer_options;
+
+/** Fills *opt with the defaults of kind (those of PyTorch's optimizers). */
+void clmad_optimizer_options_init(clmad_optimizer_options *opt, clmad_optimizer_kind kind);
+
+typedef struct clmad_optimizer clmad_optimizer;
+
+/**
+ * Creates an optimizer over params[0..n): it retains each parameter and
+ * owns its state (SGD with momentum: a velocity per parameter; Adam and
+ * AdamW: first and second moments), zero-filled tensors of each
+ * parameter's shape and dtype, outside any scope. The caller owns *out and
+ * releases it with clmad_optimizer_release; the parameters stay the
+ * caller's too. The formulas, per element of a parameter p with gradient g
+ * at step t (1, 2, ...), are PyTorch's:
+ *   SGD:   d = g + wd p; with momentum: v = mu v + d, d = nesterov ? d + mu v : v;
+ *          p = p - lr d
+ *   Adam:  g = g + wd p (AdamW instead: p = p (1 - lr wd));
+ *          m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+ *          p = p - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, n < 1, a parameter NULL, of
+ * another context or given twice, an option out of range: lr, momentum,
+ * eps or weight_decay negative or not finite, a beta outside [0, 1),
+ * nesterov without momentum), CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL.
+ */
+clmad_status clmad_optimizer_create(clmad_context *ctx, const clmad_optimizer_options *opt,
+                                    clmad_tensor *const *params, int n, clmad_optimizer **out);
+
+/** Shorthands for clmad_optimizer_create with the defaults and these options. */
+clmad_status clmad_optimizer_sgd(clmad_context *ctx, clmad_tensor *const *params, int n, double lr,
+                                 double momentum, clmad_optimizer **out);
+clmad_status clmad_optimizer_adam(clmad_context *ctx, clmad_tensor *const *params, int n, double lr,
+                                  clmad_optimizer **out);
+clmad_status clmad_optimizer_adamw(clmad_context *ctx, clmad_tensor *const *params, int n, double lr,
+                                   double weight_decay, clmad_optimizer **out);
+
+/**
+ * One step: every parameter with a gradient (clmad_backward's) is updated
+ * in place, with its state, by one fused kernel (one pass over p, g and
+ * the state); a parameter without a gradient is left as it is. Gradients
+ * are not cleared (clmad_optimizer_zero_grad). Every parameter is checked
+ * before any is written. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL),
+ * CLMAD_ERR_STATE (the tape still holds a parameter: the message names
+ * it; nothing is updated), CLMAD_ERR_BUILD, CLMAD_ERR_OPENCL (the step
+ * may then be partly applied).
+ */
+clmad_status clmad_optimizer_step(clmad_optimizer *o);
+
+/** Drops the accumulated gradient of every parameter (clmad_tensor_zero_grad). */
+void clmad_optimizer_zero_grad(clmad_optimizer *o);
+
+/** Sets the learning rate for the next steps (a schedule).
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, lr negative or not finite). */
+clmad_status clmad_optimizer_set_lr(clmad_optimizer *o, double lr);
+
+/** How many steps o has taken (0 for NULL). */
+uint64_t clmad_optimizer_steps(const clmad_optimizer *o);
+
+/** Releases the optimizer, its state and its references to the parameters. */
+void clmad_optimizer_release(clmad_optimizer *o);
+
 #ifdef __cplusplus
 }
 #endif

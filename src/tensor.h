@@ -18,6 +18,7 @@ struct clmad_tensor {
      * goes to the pool. */
     cl_mem wrapped;
     size_t wrapped_offset;
+    size_t scope_slot; /* 1 + its index in ctx->scope.list, or 0: not in a scope */
     /* Reverse mode (see tape.h). */
     int requires_grad;         /* leaf: set by the user; outputs of recorded ops: 1 */
     clmad_tensor *grad;        /* leaf gradient accumulated by backward, or NULL */

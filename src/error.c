@@ -80,6 +80,15 @@ clmad_status clmad__fail(const clmad_context *ctx, clmad_status s, const char *f
     return s;
 }
 
+clmad_status clmad_set_error(const clmad_context *ctx, clmad_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    message_set(clmad__message_slot(ctx), fmt, ap);
+    va_end(ap);
+    return s;
+}
+
 void clmad__clear_error(const clmad_context *ctx)
 {
     clmad_message *m = clmad__message_slot(ctx);

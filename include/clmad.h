@@ -34,6 +34,11 @@ extern "C" {
 #define CLMAD_VERSION_MAJOR 0
 #define CLMAD_VERSION_MINOR 1
 #define CLMAD_VERSION_PATCH 0
+/* The version as one number, (major << 16) | (minor << 8) | patch, and as text. */
+#define CLMAD_VERSION_HEX ((CLMAD_VERSION_MAJOR << 16) | (CLMAD_VERSION_MINOR << 8) | CLMAD_VERSION_PATCH)
+#define CLMAD_VERSION_TEXT_(a, b, c) #a "." #b "." #c
+#define CLMAD_VERSION_TEXT(a, b, c) CLMAD_VERSION_TEXT_(a, b, c)
+#define CLMAD_VERSION_STRING CLMAD_VERSION_TEXT(CLMAD_VERSION_MAJOR, CLMAD_VERSION_MINOR, CLMAD_VERSION_PATCH)
 
 /*
  * CLMAD_API marks the functions that libclmad exports; the library is
@@ -72,6 +77,20 @@ typedef enum clmad_status {
     CLMAD_ERR_IO = 9,               /* a file could not be read or written */
     CLMAD_ERR_STATE = 10            /* call not valid in the object's state */
 } clmad_status;
+
+/* ------------------------------------------------------------------------ */
+/* Version                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * The version of the library that runs, as CLMAD_VERSION_HEX was when it
+ * was built: differs from the header's CLMAD_VERSION_HEX when a program
+ * loads another libclmad.so than the one it was compiled against.
+ */
+CLMAD_API unsigned clmad_version(void);
+
+/** The same as text, e.g. "0.1.0" (CLMAD_VERSION_STRING). Static string. */
+CLMAD_API const char *clmad_version_string(void);
 
 /** Name of a status, e.g. "CLMAD_ERR_SHAPE". Static string; never NULL. */
 CLMAD_API const char *clmad_status_string(clmad_status s);

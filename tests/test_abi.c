@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The public ABI (issue 14, item 4): clmad_set_error, through which
  * components built on clmad (clmad_mpi) report their failures without
- * clmad's internals. tests/abi_exports.sh checks what the shared
- * libraries export. */
+ * clmad's internals, and the version at run time. tests/abi_exports.sh
+ * checks what the shared libraries export. */
 #include "support.h"
 
+#include <stdio.h>
 #include <string.h>
 
 Test(abi, set_error_on_a_context)
@@ -35,4 +36,14 @@ Test(abi, set_error_on_the_thread)
     cr_assert_eq(strlen(clmad_last_error(NULL)), strlen("thread: ") + sizeof long_text - 1);
     cr_assert_str_eq(clmad_last_error(ctx), "on the context");
     clmad_context_release(ctx);
+}
+
+Test(abi, version_at_run_time)
+{
+    cr_assert_eq(clmad_version(), (unsigned)CLMAD_VERSION_HEX);
+    cr_assert_eq(clmad_version(), (CLMAD_VERSION_MAJOR << 16u) | (CLMAD_VERSION_MINOR << 8u) | CLMAD_VERSION_PATCH);
+    char text[64];
+    snprintf(text, sizeof text, "%d.%d.%d", CLMAD_VERSION_MAJOR, CLMAD_VERSION_MINOR, CLMAD_VERSION_PATCH);
+    cr_assert_str_eq(clmad_version_string(), text);
+    cr_assert_str_eq(CLMAD_VERSION_STRING, text);
 }

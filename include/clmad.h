@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clmad: mixed-mode automatic differentiation on OpenCL.
  *

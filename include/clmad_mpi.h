@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clmad_mpi: data-parallel training over MPI, one context per device.
  *

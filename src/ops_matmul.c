@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clmad_matmul through CLBlast, and its adjoint (dA = dC op(B)^T, dB = op(A)^T dC,
  * arranged for transposed operands). Gradients accumulate with beta = 1. */
 #include "ops.h"

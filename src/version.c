@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The version of the library that runs (clmad.h: clmad_version). */
 #include "clmad.h"
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the build into a prefix under the build folder, then builds
 # examples/quickstart.c as an outside project and runs it:
 #   1. through CMake (tests/outside: find_package(clmad)), against the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clmad-info: lists every OpenCL device and marks the one clmad would use
  * (and, built with the MPI component, the one each local MPI rank would
  * take); with --lower FILE, prints a broadcast function lowered from plain

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clmad_mpi: device placement, the broadcast of parameters and the
  * reduction of their gradients across the ranks of an MPI communicator.
  *

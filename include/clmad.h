@@ -176,6 +176,14 @@ typedef struct clmad_options {
     int chunk_cap;
 } clmad_options;
 
+/*
+ * The environment variable CLMAD_LOG=info makes clmad say on stderr, one
+ * "clmad: " line each, when a slow first step starts and how long it took:
+ * an OpenCL program compiled from source (in no cache), and the first
+ * CLBlast GEMM of a precision in the process, which builds CLBlast's
+ * kernels (tens of seconds on POCL). Unset or another value: silent.
+ */
+
 /** Fills *opt with the defaults described in clmad_options. */
 CLMAD_API void clmad_options_init(clmad_options *opt);
 

@@ -225,8 +225,9 @@ CLMAD_API const char *clmad_last_error(const clmad_context *ctx);
  * and returns s: for components built on clmad (clmad_mpi is one), so that
  * their failures reach clmad_last_error as clmad's own do:
  *     return clmad_set_error(ctx, CLMAD_ERR_INVALID_ARGUMENT, "mylib_step: n %d < 0", n);
- * fmt is a printf format. The message replaces the previous one; a message
- * that cannot be stored (out of memory) is cut to the space already held.
+ * fmt is a printf format (NULL records "(no message)"). The message
+ * replaces the previous one; a message that cannot be stored (out of
+ * memory) is cut to the space already held.
  */
 CLMAD_API clmad_status clmad_set_error(const clmad_context *ctx, clmad_status s, const char *fmt, ...)
     CLMAD_FORMAT_PRINTF(3, 4);

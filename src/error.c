@@ -83,6 +83,8 @@ clmad_status clmad__fail(const clmad_context *ctx, clmad_status s, const char *f
 
 clmad_status clmad_set_error(const clmad_context *ctx, clmad_status s, const char *fmt, ...)
 {
+    if (!fmt)
+        return clmad__fail(ctx, s, "(no message)");
     va_list ap;
     va_start(ap, fmt);
     message_set(clmad__message_slot(ctx), fmt, ap);

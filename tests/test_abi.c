@@ -21,6 +21,8 @@ Test(abi, set_error_on_a_context)
     cr_assert(!test_contains(clmad_last_error(ctx), "mylib_step"), "%s", clmad_last_error(ctx));
     cr_assert_eq(clmad_set_error(ctx, CLMAD_ERR_IO, "%s", "again"), CLMAD_ERR_IO);
     cr_assert_str_eq(clmad_last_error(ctx), "again");
+    cr_assert_eq(clmad_set_error(ctx, CLMAD_ERR_IO, NULL), CLMAD_ERR_IO);
+    cr_assert_str_eq(clmad_last_error(ctx), "(no message)");
     clmad_context_release(ctx);
 }
 

@@ -6,19 +6,20 @@
 # and every function the header declares must carry CLMAD_API (else it
 # would be hidden: a program linking the .so would not find it).
 # Linker-made symbols (names starting with _: _init, _edata, ...) are ignored.
-# Usage: abi_exports.sh LIBRARY.so HEADER.h [LIBRARY.so HEADER.h]...
+# Usage: abi_exports.sh LIBRARY.so HEADER.h[:HEADER.h...] [LIBRARY.so HEADERS]...
 set -euo pipefail
 status=0
 while [ $# -ge 2 ]; do
     lib=$1 header=$2
     shift 2
+    IFS=: read -r -a headers <<< "$header"
     # Every declaration at the start of a line: a return type, then clmad_NAME(.
-    undecorated=$(grep -nE '^(const |unsigned )?[a-z_]+ \**clmad_[a-z0-9_]*\(' "$header" || true)
+    undecorated=$(grep -nHE '^(const |unsigned )?[a-z_]+ \**clmad_[a-z0-9_]*\(' "${headers[@]}" || true)
     if [ -n "$undecorated" ]; then
-        printf '%s: declared without CLMAD_API (hidden in %s):\n%s\n' "$header" "$lib" "$undecorated" >&2
+        printf 'declared without CLMAD_API (hidden in %s):\n%s\n' "$lib" "$undecorated" >&2
         status=1
     fi
-    declared=$(sed -nE 's/^CLMAD_API [^(]*[ *](clmad_[a-z0-9_]*)\(.*/\1/p' "$header" | sort -u)
+    declared=$(sed -nE 's/^CLMAD_API [^(]*[ *](clmad_[a-z0-9_]*)\(.*/\1/p' "${headers[@]}" | sort -u)
     exported=$(nm -D --defined-only "$lib" | awk 'NF >= 3 && $3 !~ /^_/ { print $3 }' | sed 's/@.*//' | sort -u)
     extra=$(comm -13 <(echo "$declared") <(echo "$exported"))
     missing=$(comm -23 <(echo "$declared") <(echo "$exported"))

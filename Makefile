@@ -1,7 +1,11 @@
+# SPDX-License-Identifier: Apache-2.0
 # Thin wrapper over CMake. The two commands: `make demo` and `make test`.
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
+# No "Entering directory" lines, here or in the make that CMake's build runs
+# (it inherits MAKEFLAGS).
+MAKEFLAGS += --no-print-directory
 
 .PHONY: all deps configure build test demo bench bench-peers check-vector install clean
 
@@ -23,11 +27,15 @@ test: build
 
 # Lists the devices, then runs the HM-LSTM example (gradient check, training,
 # fused vs unfused timing): about 7 s on POCL, about 80 s on a first run while
-# the OpenCL programs (CLBlast's GEMM above all) compile into the caches.
+# the OpenCL programs (CLBlast's GEMM above all) compile into the caches
+# (`CLMAD_LOG=info make demo` says when each compile runs and how long it takes).
 demo: build
-	$(BUILD)/clmad-info
-	$(BUILD)/example_roundtrip
-	$(BUILD)/example_hmlstm
+	@echo; echo "== $(BUILD)/clmad-info"
+	@$(BUILD)/clmad-info
+	@echo; echo "== $(BUILD)/example_roundtrip"
+	@$(BUILD)/example_roundtrip
+	@echo; echo "== $(BUILD)/example_hmlstm"
+	@$(BUILD)/example_hmlstm
 
 # Benchmarks on every OpenCL implementation installed here; writes bench/results/.
 bench:

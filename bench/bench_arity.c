@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_arity: the paper's occupancy experiment. A fixed-shape function of
  * N = 1..16 full-shape active inputs, y = sum_k sin(x_k) * x_{k+1 mod N},

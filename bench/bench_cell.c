@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_cell: the HM-LSTM cell update at dims x dims (default 2048), f32.
  * Side by side in one run, on one device:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared helpers of the benchmark programs: timing, medians, JSON output. */
 #ifndef CLMAD_BENCH_COMMON_H
 #define CLMAD_BENCH_COMMON_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_hmlstm: the paper's experiment. Forward + backward of
  * loss = sum(cell(z, zb, c, f, i, g) * w) (clmad_dot) with c, f, i, g dims x dims f32

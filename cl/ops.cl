@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Kernels of the builtin operations that are not broadcasts: strided copies
  * (slice, concat, transpose, expand), deterministic reductions and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Kernels of the training helpers: random initialisation (Philox4x32-10),
  * in-place updates and the fused optimizer steps. `real` comes from the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Embeds OpenCL C sources into a C file, so the library never looks them up at
 # run time. Called as: cmake -DOUT=<file.c> -DSOURCES="a;b" -P embed_sources.cmake
 # SOURCES separates the files with "|" (a ";" would split the shell command).

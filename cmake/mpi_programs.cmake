@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The data-parallel example, its loss-curve test and the scaling benchmark
 # (issue 17), built only with the MPI component (target clmad_mpi). They live
 # in examples/mpi/ and bench/mpi/, out of the examples/*.c and bench/*.c

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sanitizer builds (make test-asan, test-tsan). Chosen with CLMAD_SANITIZE:
 # "address" (AddressSanitizer + UndefinedBehaviorSanitizer) or "thread".
 # The flags apply to every target of the build (library, tools, examples,

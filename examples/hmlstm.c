@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hmlstm: an LSTM layer whose cell update is the HM-LSTM cell, one fused
  * broadcast kernel with data-dependent branches, trained with Adam.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * interop: an existing OpenCL program hands clmad its context, queue and
  * buffers, and gets gradients back in its own buffers (clmad_cl.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kepler: differentiate through a loop whose trip count depends on the data.
  *

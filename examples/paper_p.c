@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paper_p: a broadcast function R^3 -> R^2 in the manner of the paper's
  * p(A, alpha, a), over a matrix A (ROWS x COLS), a 0-d scalar alpha and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * quickstart: differentiate a broadcast kernel that branches on its data.
  *

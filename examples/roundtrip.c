@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* roundtrip: create a context on the default device, send a tensor to it and
  * read it back. The smallest complete clmad program. */
 #include <clmad.h>

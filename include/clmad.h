@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clmad: mixed-mode automatic differentiation on OpenCL.
  *
@@ -34,6 +35,28 @@ extern "C" {
 #define CLMAD_VERSION_MAJOR 0
 #define CLMAD_VERSION_MINOR 1
 #define CLMAD_VERSION_PATCH 0
+/* The version as one number, (major << 16) | (minor << 8) | patch, and as text. */
+#define CLMAD_VERSION_HEX ((CLMAD_VERSION_MAJOR << 16) | (CLMAD_VERSION_MINOR << 8) | CLMAD_VERSION_PATCH)
+#define CLMAD_VERSION_TEXT_(a, b, c) #a "." #b "." #c
+#define CLMAD_VERSION_TEXT(a, b, c) CLMAD_VERSION_TEXT_(a, b, c)
+#define CLMAD_VERSION_STRING CLMAD_VERSION_TEXT(CLMAD_VERSION_MAJOR, CLMAD_VERSION_MINOR, CLMAD_VERSION_PATCH)
+
+/*
+ * CLMAD_API marks the functions that libclmad exports; the library is
+ * built with -fvisibility=hidden, so everything else stays internal.
+ */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define CLMAD_API __attribute__((visibility("default")))
+#else
+#define CLMAD_API
+#endif
+
+/* printf-style format checking for clmad_set_error, where the compiler has it. */
+#if defined(__GNUC__)
+#define CLMAD_FORMAT_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define CLMAD_FORMAT_PRINTF(f, a)
+#endif
 
 /** Maximum tensor rank. */
 #define CLMAD_MAX_DIMS 8
@@ -56,8 +79,22 @@ typedef enum clmad_status {
     CLMAD_ERR_STATE = 10            /* call not valid in the object's state */
 } clmad_status;
 
+/* ------------------------------------------------------------------------ */
+/* Version                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * The version of the library that runs, as CLMAD_VERSION_HEX was when it
+ * was built: differs from the header's CLMAD_VERSION_HEX when a program
+ * loads another libclmad.so than the one it was compiled against.
+ */
+CLMAD_API unsigned clmad_version(void);
+
+/** The same as text, e.g. "0.1.0" (CLMAD_VERSION_STRING). Static string. */
+CLMAD_API const char *clmad_version_string(void);
+
 /** Name of a status, e.g. "CLMAD_ERR_SHAPE". Static string; never NULL. */
-const char *clmad_status_string(clmad_status s);
+CLMAD_API const char *clmad_status_string(clmad_status s);
 
 /* ------------------------------------------------------------------------ */
 /* Devices                                                                   */
@@ -94,10 +131,10 @@ typedef struct clmad_device_info {
  * *count = 0 and *list = NULL.
  * Errors: CLMAD_ERR_INVALID_ARGUMENT, CLMAD_ERR_OPENCL, CLMAD_ERR_OUT_OF_MEMORY.
  */
-clmad_status clmad_device_list(clmad_device_info **list, size_t *count);
+CLMAD_API clmad_status clmad_device_list(clmad_device_info **list, size_t *count);
 
 /** Frees a list returned by clmad_device_list. */
-void clmad_device_list_free(clmad_device_info *list);
+CLMAD_API void clmad_device_list_free(clmad_device_info *list);
 
 /**
  * Which entry of `list` clmad would choose for a device request `spec`
@@ -106,7 +143,7 @@ void clmad_device_list_free(clmad_device_info *list);
  * Errors: CLMAD_ERR_NO_DEVICE (message lists the devices),
  * CLMAD_ERR_INVALID_ARGUMENT.
  */
-clmad_status clmad_device_choose(const clmad_device_info *list, size_t count,
+CLMAD_API clmad_status clmad_device_choose(const clmad_device_info *list, size_t count,
                                  const char *spec, size_t *index);
 
 /* ------------------------------------------------------------------------ */
@@ -139,8 +176,16 @@ typedef struct clmad_options {
     int chunk_cap;
 } clmad_options;
 
+/*
+ * The environment variable CLMAD_LOG=info makes clmad say on stderr, one
+ * "clmad: " line each, when a slow first step starts and how long it took:
+ * an OpenCL program compiled from source (in no cache), and the first
+ * CLBlast GEMM of a precision in the process, which builds CLBlast's
+ * kernels (tens of seconds on POCL). Unset or another value: silent.
+ */
+
 /** Fills *opt with the defaults described in clmad_options. */
-void clmad_options_init(clmad_options *opt);
+CLMAD_API void clmad_options_init(clmad_options *opt);
 
 /**
  * Creates a context on one device: a queue, a program cache and a buffer
@@ -150,7 +195,7 @@ void clmad_options_init(clmad_options *opt);
  * CLMAD_ERR_OPENCL, CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_INVALID_ARGUMENT.
  * The message of a failure is in clmad_last_error(NULL).
  */
-clmad_status clmad_context_create(const clmad_options *opt, clmad_context **ctx);
+CLMAD_API clmad_status clmad_context_create(const clmad_options *opt, clmad_context **ctx);
 
 /**
  * Drops the caller's reference to a context. Its tape is cleared at once;
@@ -162,10 +207,10 @@ clmad_status clmad_context_create(const clmad_options *opt, clmad_context **ctx)
  * tape fail with CLMAD_ERR_STATE while its objects keep it; once they are
  * gone, ctx is freed and any use of it is undefined.
  */
-void clmad_context_release(clmad_context *ctx);
+CLMAD_API void clmad_context_release(clmad_context *ctx);
 
 /** The facts of the context's device. */
-clmad_status clmad_context_device(const clmad_context *ctx, clmad_device_info *info);
+CLMAD_API clmad_status clmad_context_device(const clmad_context *ctx, clmad_device_info *info);
 
 /**
  * The message of the last failure on ctx (or on this thread, for ctx NULL).
@@ -173,7 +218,19 @@ clmad_status clmad_context_device(const clmad_context *ctx, clmad_device_info *i
  * same context (thread); a thread's message is freed when the thread exits.
  * Empty if nothing failed.
  */
-const char *clmad_last_error(const clmad_context *ctx);
+CLMAD_API const char *clmad_last_error(const clmad_context *ctx);
+
+/**
+ * Records a message as the last error of ctx (of this thread for ctx NULL)
+ * and returns s: for components built on clmad (clmad_mpi is one), so that
+ * their failures reach clmad_last_error as clmad's own do:
+ *     return clmad_set_error(ctx, CLMAD_ERR_INVALID_ARGUMENT, "mylib_step: n %d < 0", n);
+ * fmt is a printf format (NULL records "(no message)"). The message
+ * replaces the previous one; a message that cannot be stored (out of
+ * memory) is cut to the space already held.
+ */
+CLMAD_API clmad_status clmad_set_error(const clmad_context *ctx, clmad_status s, const char *fmt, ...)
+    CLMAD_FORMAT_PRINTF(3, 4);
 
 /** Counters of a context, for introspection and tests. */
 typedef struct clmad_stats {
@@ -198,10 +255,10 @@ typedef struct clmad_stats {
 } clmad_stats;
 
 /** Reads the counters of ctx. */
-clmad_status clmad_context_stats(const clmad_context *ctx, clmad_stats *stats);
+CLMAD_API clmad_status clmad_context_stats(const clmad_context *ctx, clmad_stats *stats);
 
 /** Waits for all work queued on the context's device to finish. */
-clmad_status clmad_finish(clmad_context *ctx);
+CLMAD_API clmad_status clmad_finish(clmad_context *ctx);
 
 /* ------------------------------------------------------------------------ */
 /* Tensors                                                                   */
@@ -213,7 +270,7 @@ typedef enum clmad_dtype {
 } clmad_dtype;
 
 /** Size in bytes of one element of dtype; 0 for an unknown dtype. */
-size_t clmad_dtype_size(clmad_dtype dtype);
+CLMAD_API size_t clmad_dtype_size(clmad_dtype dtype);
 
 typedef struct clmad_tensor clmad_tensor;
 
@@ -228,16 +285,16 @@ typedef struct clmad_tensor clmad_tensor;
  * describe: the product of its nonzero sizes times the element size
  * overflows size_t, empty or not, as in NumPy), CLMAD_ERR_OPENCL.
  */
-clmad_status clmad_tensor_create(clmad_context *ctx, clmad_dtype dtype, int ndim,
+CLMAD_API clmad_status clmad_tensor_create(clmad_context *ctx, clmad_dtype dtype, int ndim,
                                  const size_t *shape, const void *host,
                                  clmad_tensor **out);
 
 /** As clmad_tensor_create, every element set to zero. */
-clmad_status clmad_tensor_zeros(clmad_context *ctx, clmad_dtype dtype, int ndim,
+CLMAD_API clmad_status clmad_tensor_zeros(clmad_context *ctx, clmad_dtype dtype, int ndim,
                                 const size_t *shape, clmad_tensor **out);
 
 /** As clmad_tensor_create, every element set to value (rounded to dtype). */
-clmad_status clmad_tensor_fill(clmad_context *ctx, clmad_dtype dtype, int ndim,
+CLMAD_API clmad_status clmad_tensor_fill(clmad_context *ctx, clmad_dtype dtype, int ndim,
                                const size_t *shape, double value, clmad_tensor **out);
 
 /**
@@ -245,12 +302,12 @@ clmad_status clmad_tensor_fill(clmad_context *ctx, clmad_dtype dtype, int ndim,
  * for the copy. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, capacity below
  * the tensor's size in bytes), CLMAD_ERR_OPENCL.
  */
-clmad_status clmad_tensor_read(clmad_tensor *t, void *host, size_t capacity_bytes);
+CLMAD_API clmad_status clmad_tensor_read(clmad_tensor *t, void *host, size_t capacity_bytes);
 
 /** Copies numel elements from host into the tensor; size_bytes must equal
  * the tensor's size in bytes. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL,
  * another size), CLMAD_ERR_OPENCL. */
-clmad_status clmad_tensor_write(clmad_tensor *t, const void *host, size_t size_bytes);
+CLMAD_API clmad_status clmad_tensor_write(clmad_tensor *t, const void *host, size_t size_bytes);
 
 /**
  * Copies the elements of src into dst, an existing tensor of the same
@@ -267,7 +324,7 @@ clmad_status clmad_tensor_write(clmad_tensor *t, const void *host, size_t size_b
  * clmad_tape_clear), CLMAD_ERR_OPENCL (e.g. two overlapping sub-buffers of
  * one caller's buffer).
  */
-clmad_status clmad_tensor_copy(clmad_tensor *dst, clmad_tensor *src);
+CLMAD_API clmad_status clmad_tensor_copy(clmad_tensor *dst, clmad_tensor *src);
 
 /*
  * Staging: many tensors' values between the device and the host in one go
@@ -286,7 +343,7 @@ typedef struct clmad_staging clmad_staging;
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_OUT_OF_MEMORY,
  * CLMAD_ERR_OPENCL, CLMAD_ERR_STATE when ctx was released.
  */
-clmad_status clmad_staging_create(clmad_context *ctx, size_t bytes, clmad_staging **s);
+CLMAD_API clmad_status clmad_staging_create(clmad_context *ctx, size_t bytes, clmad_staging **s);
 
 /**
  * Copies the values of ts[0..n) into the area, waits, and sets *host to its
@@ -294,12 +351,12 @@ clmad_status clmad_staging_create(clmad_context *ctx, size_t bytes, clmad_stagin
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, n < 0, a tensor of another
  * context, more bytes than the area holds), CLMAD_ERR_OPENCL.
  */
-clmad_status clmad_staging_gather(clmad_staging *s, clmad_tensor *const *ts, int n, void **host);
+CLMAD_API clmad_status clmad_staging_gather(clmad_staging *s, clmad_tensor *const *ts, int n, void **host);
 
 /** Sets *host to the area's first byte, to be written before a scatter;
  * valid until the next call on s. Errors: CLMAD_ERR_INVALID_ARGUMENT,
  * CLMAD_ERR_OPENCL. */
-clmad_status clmad_staging_map(clmad_staging *s, void **host);
+CLMAD_API clmad_status clmad_staging_map(clmad_staging *s, void **host);
 
 /**
  * Copies the area's bytes into ts[0..n) (the layout of a gather) and
@@ -307,10 +364,10 @@ clmad_status clmad_staging_map(clmad_staging *s, void **host);
  * tape does not hold, or for gradients after backward).
  * Errors: as clmad_staging_gather.
  */
-clmad_status clmad_staging_scatter(clmad_staging *s, clmad_tensor *const *ts, int n);
+CLMAD_API clmad_status clmad_staging_scatter(clmad_staging *s, clmad_tensor *const *ts, int n);
 
 /** Frees a staging area; NULL, or the context's own area, is a no-op. */
-void clmad_staging_release(clmad_staging *s);
+CLMAD_API void clmad_staging_release(clmad_staging *s);
 
 /**
  * The context's own staging area, of at least `bytes` bytes: made on the
@@ -320,21 +377,21 @@ void clmad_staging_release(clmad_staging *s);
  * next call of this function on ctx, or clmad_context_release.
  * Errors: as clmad_staging_create.
  */
-clmad_status clmad_context_staging(clmad_context *ctx, size_t bytes, clmad_staging **s);
+CLMAD_API clmad_status clmad_context_staging(clmad_context *ctx, size_t bytes, clmad_staging **s);
 
 /** Adds a reference; returns t. */
-clmad_tensor *clmad_tensor_retain(clmad_tensor *t);
+CLMAD_API clmad_tensor *clmad_tensor_retain(clmad_tensor *t);
 
 /** Drops a reference; the last one returns the device buffer to the pool,
  * and frees the context too when it was released and t was its last
  * object (see clmad_context_release). */
-void clmad_tensor_release(clmad_tensor *t);
+CLMAD_API void clmad_tensor_release(clmad_tensor *t);
 
 /** Shape queries; never fail on a valid tensor. */
-int clmad_tensor_ndim(const clmad_tensor *t);
-size_t clmad_tensor_dim(const clmad_tensor *t, int axis);   /* 0 if axis is out of range */
-size_t clmad_tensor_numel(const clmad_tensor *t);
-clmad_dtype clmad_tensor_dtype(const clmad_tensor *t);
+CLMAD_API int clmad_tensor_ndim(const clmad_tensor *t);
+CLMAD_API size_t clmad_tensor_dim(const clmad_tensor *t, int axis);   /* 0 if axis is out of range */
+CLMAD_API size_t clmad_tensor_numel(const clmad_tensor *t);
+CLMAD_API clmad_dtype clmad_tensor_dtype(const clmad_tensor *t);
 
 /* ------------------------------------------------------------------------ */
 /* Broadcast kernels                                                         */
@@ -381,7 +438,7 @@ typedef struct clmad_kernel clmad_kernel;
  * CLMAD_ERR_INVALID_ARGUMENT (NULL, counts, fn_name not an identifier);
  * CLMAD_ERR_STATE when ctx was released.
  */
-clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const char *fn_name,
+CLMAD_API clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const char *fn_name,
                                  int n_inputs, int n_outputs, clmad_kernel **k);
 
 /**
@@ -400,15 +457,15 @@ clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const c
  * CLMAD_ERR_INVALID_ARGUMENT (NULL); CLMAD_ERR_OUT_OF_MEMORY. The message
  * is clmad_last_error(NULL).
  */
-clmad_status clmad_lower_source(const char *source, char **lowered);
+CLMAD_API clmad_status clmad_lower_source(const char *source, char **lowered);
 
 /** Frees a string returned by clmad (clmad_lower_source); NULL is a no-op. */
-void clmad_string_free(char *s);
+CLMAD_API void clmad_string_free(char *s);
 
 /** Drops the caller's reference to a kernel; its compiled variants go with
  * the last reference (tape nodes that use the kernel hold one each), and
  * the context too when it was released and k was its last object. */
-void clmad_kernel_release(clmad_kernel *k);
+CLMAD_API void clmad_kernel_release(clmad_kernel *k);
 
 /**
  * Evaluates the kernel elementwise over the broadcast of its inputs
@@ -423,7 +480,7 @@ void clmad_kernel_release(clmad_kernel *k);
  * another context), CLMAD_ERR_BUILD,
  * CLMAD_ERR_UNSUPPORTED, CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL.
  */
-clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+CLMAD_API clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
                              clmad_tensor **outputs);
 
 /**
@@ -436,7 +493,7 @@ clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *
  * the chunk cap the dual kernel runs once per chunk. All new tensors are
  * owned by the caller. Records nothing on the tape. Errors as clmad_broadcast.
  */
-clmad_status clmad_broadcast_partials(clmad_context *ctx, clmad_kernel *k,
+CLMAD_API clmad_status clmad_broadcast_partials(clmad_context *ctx, clmad_kernel *k,
                                       clmad_tensor *const *inputs, const int *active,
                                       clmad_tensor **outputs, clmad_tensor **partials);
 
@@ -449,7 +506,7 @@ clmad_status clmad_broadcast_partials(clmad_context *ctx, clmad_kernel *k,
  * Records nothing on the tape. Errors as clmad_broadcast, and CLMAD_ERR_SHAPE / CLMAD_ERR_DTYPE for a
  * tangent that does not match its input (CLMAD_ERR_INVALID_ARGUMENT for one of another context).
  */
-clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+CLMAD_API clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
                                  clmad_tensor *const *tangents, clmad_tensor **outputs,
                                  clmad_tensor **out_tangents);
 
@@ -471,7 +528,7 @@ clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, clmad_tens
  * maximum allocation), CLMAD_ERR_UNSUPPORTED (f64 without device fp64), and
  * the errors of clmad_broadcast.
  */
-clmad_status clmad_gradcheck(clmad_context *ctx, clmad_kernel *k, clmad_dtype dtype, size_t n_points,
+CLMAD_API clmad_status clmad_gradcheck(clmad_context *ctx, clmad_kernel *k, clmad_dtype dtype, size_t n_points,
                              const double *points, double *worst);
 
 /**
@@ -479,12 +536,12 @@ clmad_status clmad_gradcheck(clmad_context *ctx, clmad_kernel *k, clmad_dtype dt
  * cap 0 restores the device default (clmad_chunk_cap reports it). Results do
  * not depend on the cap. Errors: CLMAD_ERR_INVALID_ARGUMENT (cap < 0 or > 64).
  */
-clmad_status clmad_set_chunk_cap(clmad_context *ctx, int cap);
+CLMAD_API clmad_status clmad_set_chunk_cap(clmad_context *ctx, int cap);
 
 /** The chunk cap in force on ctx (0 for a NULL ctx). The device default is
  * 16 on CPUs and GPUs and 8 on other devices: bench_arity found one chunk
  * fastest up to 16 partials on POCL, rusticl and an H100 (README). */
-int clmad_chunk_cap(const clmad_context *ctx);
+CLMAD_API int clmad_chunk_cap(const clmad_context *ctx);
 
 /* ------------------------------------------------------------------------ */
 /* Reverse mode: the tape                                                    */
@@ -504,20 +561,20 @@ int clmad_chunk_cap(const clmad_context *ctx);
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_STATE (t is the
  * output of a recorded operation: only leaves can be changed).
  */
-clmad_status clmad_tensor_set_requires_grad(clmad_tensor *t, int on);
+CLMAD_API clmad_status clmad_tensor_set_requires_grad(clmad_tensor *t, int on);
 
 /** 1 if gradients flow to or through t. */
-int clmad_tensor_requires_grad(const clmad_tensor *t);
+CLMAD_API int clmad_tensor_requires_grad(const clmad_tensor *t);
 
 /**
  * The gradient accumulated in leaf t by clmad_backward, as a new reference
  * (release it), or NULL in *grad when nothing has been accumulated yet.
  * Errors: CLMAD_ERR_INVALID_ARGUMENT.
  */
-clmad_status clmad_tensor_grad(clmad_tensor *t, clmad_tensor **grad);
+CLMAD_API clmad_status clmad_tensor_grad(clmad_tensor *t, clmad_tensor **grad);
 
 /** Drops the accumulated gradient of t (the next backward starts from zero). */
-void clmad_tensor_zero_grad(clmad_tensor *t);
+CLMAD_API void clmad_tensor_zero_grad(clmad_tensor *t);
 
 /**
  * Runs the backward pass from loss. A loss with one element needs no seed
@@ -532,16 +589,16 @@ void clmad_tensor_zero_grad(clmad_tensor *t);
  * failure part way through, the tape is cleared even when retained (its
  * gradients would be partial) and leaf gradients may be partly accumulated.
  */
-clmad_status clmad_backward(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *seed);
+CLMAD_API clmad_status clmad_backward(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *seed);
 
 /** Keep the tape after backward (on != 0), so that backward can run again. */
-clmad_status clmad_set_retain_tape(clmad_context *ctx, int on);
+CLMAD_API clmad_status clmad_set_retain_tape(clmad_context *ctx, int on);
 
 /** Turns recording on (1, the default) or off (0: the no-grad mode). */
-clmad_status clmad_set_grad_enabled(clmad_context *ctx, int on);
+CLMAD_API clmad_status clmad_set_grad_enabled(clmad_context *ctx, int on);
 
 /** Drops every node of the tape and what they keep alive. */
-void clmad_tape_clear(clmad_context *ctx);
+CLMAD_API void clmad_tape_clear(clmad_context *ctx);
 
 /* When a broadcast node evaluates the partials (paper section 2.2.3). */
 typedef enum clmad_partials_policy {
@@ -557,7 +614,7 @@ typedef enum clmad_partials_policy {
 } clmad_partials_policy;
 
 /** Sets the partials policy of ctx for the broadcasts recorded from now on. */
-clmad_status clmad_set_partials_policy(clmad_context *ctx, clmad_partials_policy policy);
+CLMAD_API clmad_status clmad_set_partials_policy(clmad_context *ctx, clmad_partials_policy policy);
 
 /* ------------------------------------------------------------------------ */
 /* Builtin operations (each records its adjoint on the tape)                 */
@@ -567,27 +624,27 @@ clmad_status clmad_set_partials_policy(clmad_context *ctx, clmad_partials_policy
  * builtins broadcast like clmad_broadcast and are one-operation broadcasts,
  * so a chain of them is plain ("unfused") reverse mode. Errors as
  * clmad_broadcast. */
-clmad_status clmad_add(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
-clmad_status clmad_sub(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
-clmad_status clmad_mul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
-clmad_status clmad_div(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
-clmad_status clmad_pow(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
-clmad_status clmad_neg(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
-clmad_status clmad_exp(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
-clmad_status clmad_log(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
-clmad_status clmad_tanh(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
-clmad_status clmad_sigmoid(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
-clmad_status clmad_relu(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
-clmad_status clmad_sqrt(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
+CLMAD_API clmad_status clmad_add(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
+CLMAD_API clmad_status clmad_sub(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
+CLMAD_API clmad_status clmad_mul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
+CLMAD_API clmad_status clmad_div(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
+CLMAD_API clmad_status clmad_pow(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
+CLMAD_API clmad_status clmad_neg(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
+CLMAD_API clmad_status clmad_exp(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
+CLMAD_API clmad_status clmad_log(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
+CLMAD_API clmad_status clmad_tanh(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
+CLMAD_API clmad_status clmad_sigmoid(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
+CLMAD_API clmad_status clmad_relu(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
+CLMAD_API clmad_status clmad_sqrt(clmad_context *ctx, clmad_tensor *x, clmad_tensor **out);
 /** where(cond, a, b): a where cond != 0, else b; no gradient flows to cond. */
-clmad_status clmad_where(clmad_context *ctx, clmad_tensor *cond, clmad_tensor *a, clmad_tensor *b,
+CLMAD_API clmad_status clmad_where(clmad_context *ctx, clmad_tensor *cond, clmad_tensor *a, clmad_tensor *b,
                          clmad_tensor **out);
 
 typedef enum clmad_compare_op {
     CLMAD_LT = 0, CLMAD_LE = 1, CLMAD_GT = 2, CLMAD_GE = 3, CLMAD_EQ = 4, CLMAD_NE = 5
 } clmad_compare_op;
 /** A mask of 1 and 0 (dtype of the inputs); records nothing (no gradient). */
-clmad_status clmad_compare(clmad_context *ctx, clmad_compare_op op, clmad_tensor *a, clmad_tensor *b,
+CLMAD_API clmad_status clmad_compare(clmad_context *ctx, clmad_compare_op op, clmad_tensor *a, clmad_tensor *b,
                            clmad_tensor **out);
 
 /**
@@ -597,7 +654,7 @@ clmad_status clmad_compare(clmad_context *ctx, clmad_compare_op op, clmad_tensor
  * reproducible on one device. Errors: CLMAD_ERR_INVALID_ARGUMENT (bad or
  * repeated axis).
  */
-clmad_status clmad_sum(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
+CLMAD_API clmad_status clmad_sum(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
                        clmad_tensor **out);
 /**
  * The sum over every element of a * b, as a 0-d tensor: the loss sum(y * w)
@@ -610,10 +667,10 @@ clmad_status clmad_sum(clmad_context *ctx, clmad_tensor *x, int naxes, const int
  * CLMAD_ERR_SHAPE (shapes differ), CLMAD_ERR_DTYPE (dtypes differ),
  * CLMAD_ERR_UNSUPPORTED (f64 on a device without it).
  */
-clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
+CLMAD_API clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out);
 /** Mean over axes, as clmad_sum. Over an empty axis it is NaN (0/0), as in
  * NumPy and PyTorch; its gradient is then empty. */
-clmad_status clmad_mean(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
+CLMAD_API clmad_status clmad_mean(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
                         clmad_tensor **out);
 
 /**
@@ -622,22 +679,22 @@ clmad_status clmad_mean(clmad_context *ctx, clmad_tensor *x, int naxes, const in
  * dB = op(a)^T dC in backward. Errors: CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE,
  * CLMAD_ERR_OPENCL (CLBlast's status is in the message).
  */
-clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a,
+CLMAD_API clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a,
                           int trans_b, clmad_tensor **out);
 
 /** Elements [start, stop) of x along axis (a copy). Errors: CLMAD_ERR_SHAPE. */
-clmad_status clmad_slice(clmad_context *ctx, clmad_tensor *x, int axis, size_t start, size_t stop,
+CLMAD_API clmad_status clmad_slice(clmad_context *ctx, clmad_tensor *x, int axis, size_t start, size_t stop,
                          clmad_tensor **out);
 /** Concatenation of n tensors along axis; other dimensions must match.
  * Errors: CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE, CLMAD_ERR_OUT_OF_MEMORY (also
  * when the sizes along axis sum past size_t). */
-clmad_status clmad_concat(clmad_context *ctx, int n, clmad_tensor *const *xs, int axis,
+CLMAD_API clmad_status clmad_concat(clmad_context *ctx, int n, clmad_tensor *const *xs, int axis,
                           clmad_tensor **out);
 /** The elements of x with another shape of the same element count (a copy). */
-clmad_status clmad_reshape(clmad_context *ctx, clmad_tensor *x, int ndim, const size_t *shape,
+CLMAD_API clmad_status clmad_reshape(clmad_context *ctx, clmad_tensor *x, int ndim, const size_t *shape,
                            clmad_tensor **out);
 /** Permutes the axes of x: out axis i is x axis perm[i]; perm NULL reverses them. */
-clmad_status clmad_transpose(clmad_context *ctx, clmad_tensor *x, const int *perm, clmad_tensor **out);
+CLMAD_API clmad_status clmad_transpose(clmad_context *ctx, clmad_tensor *x, const int *perm, clmad_tensor **out);
 
 /* ------------------------------------------------------------------------ */
 /* Training helpers: scalars                                                 */
@@ -646,7 +703,7 @@ clmad_status clmad_transpose(clmad_context *ctx, clmad_tensor *x, const int *per
 /** A new 0-d tensor holding value (rounded to dtype), owned by the caller:
  * a number as an operand of any builtin or broadcast. Errors as
  * clmad_tensor_fill. */
-clmad_status clmad_tensor_scalar(clmad_context *ctx, clmad_dtype dtype, double value, clmad_tensor **out);
+CLMAD_API clmad_status clmad_tensor_scalar(clmad_context *ctx, clmad_dtype dtype, double value, clmad_tensor **out);
 
 /**
  * x + value, x * value and x ^ value elementwise, value a number rounded to
@@ -656,9 +713,9 @@ clmad_status clmad_tensor_scalar(clmad_context *ctx, clmad_dtype dtype, double v
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, x of another context), and
  * those of clmad_broadcast.
  */
-clmad_status clmad_add_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out);
-clmad_status clmad_mul_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out);
-clmad_status clmad_pow_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out);
+CLMAD_API clmad_status clmad_add_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out);
+CLMAD_API clmad_status clmad_mul_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out);
+CLMAD_API clmad_status clmad_pow_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out);
 
 /**
  * The value of a one-element tensor (0-d, or any shape of one element, such
@@ -666,7 +723,7 @@ clmad_status clmad_pow_scalar(clmad_context *ctx, clmad_tensor *x, double value,
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_SHAPE (not exactly
  * one element), CLMAD_ERR_OPENCL.
  */
-clmad_status clmad_tensor_item(clmad_tensor *t, double *value);
+CLMAD_API clmad_status clmad_tensor_item(clmad_tensor *t, double *value);
 
 /* ------------------------------------------------------------------------ */
 /* Training helpers: random initialisation                                   */
@@ -691,9 +748,9 @@ clmad_status clmad_tensor_item(clmad_tensor *t, double *value);
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, bounds or std not finite,
  * hi < lo, std < 0), and those of clmad_tensor_create.
  */
-clmad_status clmad_tensor_rand_uniform(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
+CLMAD_API clmad_status clmad_tensor_rand_uniform(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
                                        double lo, double hi, uint64_t seed, clmad_tensor **out);
-clmad_status clmad_tensor_rand_normal(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
+CLMAD_API clmad_status clmad_tensor_rand_normal(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
                                       double mean, double std, uint64_t seed, clmad_tensor **out);
 
 /* ------------------------------------------------------------------------ */
@@ -724,22 +781,22 @@ clmad_status clmad_tensor_rand_normal(clmad_context *ctx, clmad_dtype dtype, int
 
 /** Opens a scope on ctx. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL),
  * CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_STATE (ctx was released). */
-clmad_status clmad_scope_begin(clmad_context *ctx);
+CLMAD_API clmad_status clmad_scope_begin(clmad_context *ctx);
 
 /** Closes the innermost open scope of ctx, releasing the caller's reference
  * to every tensor made since its begin that is still alive and not kept.
  * Call it before clmad_context_release (after, ctx must not be used; the
  * tensors of scopes left open then stay the caller's).
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_STATE (no open scope). */
-clmad_status clmad_scope_end(clmad_context *ctx);
+CLMAD_API clmad_status clmad_scope_end(clmad_context *ctx);
 
 /** Takes t out of its scope: the caller keeps its reference past
  * clmad_scope_end and releases t itself (a no-op for a tensor in no scope).
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL). */
-clmad_status clmad_scope_keep(clmad_tensor *t);
+CLMAD_API clmad_status clmad_scope_keep(clmad_tensor *t);
 
 /** How many scopes are open on ctx (0 for NULL). */
-int clmad_scope_depth(const clmad_context *ctx);
+CLMAD_API int clmad_scope_depth(const clmad_context *ctx);
 
 /* ------------------------------------------------------------------------ */
 /* Training helpers: in-place updates and optimizers                         */
@@ -762,7 +819,7 @@ int clmad_scope_depth(const clmad_context *ctx);
  * CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE, CLMAD_ERR_STATE (the tape holds y),
  * CLMAD_ERR_OPENCL.
  */
-clmad_status clmad_tensor_axpby(clmad_tensor *y, double alpha, clmad_tensor *x, double beta);
+CLMAD_API clmad_status clmad_tensor_axpby(clmad_tensor *y, double alpha, clmad_tensor *x, double beta);
 
 typedef enum clmad_optimizer_kind {
     CLMAD_OPTIM_SGD = 0,   /* torch.optim.SGD: momentum, nesterov, weight decay (L2) */
@@ -782,7 +839,7 @@ typedef struct clmad_optimizer_options {
 } clmad_optimizer_options;
 
 /** Fills *opt with the defaults of kind (those of PyTorch's optimizers). */
-void clmad_optimizer_options_init(clmad_optimizer_options *opt, clmad_optimizer_kind kind);
+CLMAD_API void clmad_optimizer_options_init(clmad_optimizer_options *opt, clmad_optimizer_kind kind);
 
 typedef struct clmad_optimizer clmad_optimizer;
 
@@ -804,15 +861,15 @@ typedef struct clmad_optimizer clmad_optimizer;
  * eps or weight_decay negative or not finite, a beta outside [0, 1),
  * nesterov without momentum), CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL.
  */
-clmad_status clmad_optimizer_create(clmad_context *ctx, const clmad_optimizer_options *opt,
+CLMAD_API clmad_status clmad_optimizer_create(clmad_context *ctx, const clmad_optimizer_options *opt,
                                     clmad_tensor *const *params, int n, clmad_optimizer **out);
 
 /** Shorthands for clmad_optimizer_create with the defaults and these options. */
-clmad_status clmad_optimizer_sgd(clmad_context *ctx, clmad_tensor *const *params, int n, double lr,
+CLMAD_API clmad_status clmad_optimizer_sgd(clmad_context *ctx, clmad_tensor *const *params, int n, double lr,
                                  double momentum, clmad_optimizer **out);
-clmad_status clmad_optimizer_adam(clmad_context *ctx, clmad_tensor *const *params, int n, double lr,
+CLMAD_API clmad_status clmad_optimizer_adam(clmad_context *ctx, clmad_tensor *const *params, int n, double lr,
                                   clmad_optimizer **out);
-clmad_status clmad_optimizer_adamw(clmad_context *ctx, clmad_tensor *const *params, int n, double lr,
+CLMAD_API clmad_status clmad_optimizer_adamw(clmad_context *ctx, clmad_tensor *const *params, int n, double lr,
                                    double weight_decay, clmad_optimizer **out);
 
 /**
@@ -825,20 +882,20 @@ clmad_status clmad_optimizer_adamw(clmad_context *ctx, clmad_tensor *const *para
  * it; nothing is updated), CLMAD_ERR_BUILD, CLMAD_ERR_OPENCL (the step
  * may then be partly applied).
  */
-clmad_status clmad_optimizer_step(clmad_optimizer *o);
+CLMAD_API clmad_status clmad_optimizer_step(clmad_optimizer *o);
 
 /** Drops the accumulated gradient of every parameter (clmad_tensor_zero_grad). */
-void clmad_optimizer_zero_grad(clmad_optimizer *o);
+CLMAD_API void clmad_optimizer_zero_grad(clmad_optimizer *o);
 
 /** Sets the learning rate for the next steps (a schedule).
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, lr negative or not finite). */
-clmad_status clmad_optimizer_set_lr(clmad_optimizer *o, double lr);
+CLMAD_API clmad_status clmad_optimizer_set_lr(clmad_optimizer *o, double lr);
 
 /** How many steps o has taken (0 for NULL). */
-uint64_t clmad_optimizer_steps(const clmad_optimizer *o);
+CLMAD_API uint64_t clmad_optimizer_steps(const clmad_optimizer *o);
 
 /** Releases the optimizer, its state and its references to the parameters. */
-void clmad_optimizer_release(clmad_optimizer *o);
+CLMAD_API void clmad_optimizer_release(clmad_optimizer *o);
 
 #ifdef __cplusplus
 }

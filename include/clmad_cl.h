@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clmad_cl.h: clmad inside an existing OpenCL program.
  *
@@ -57,7 +58,7 @@ extern "C" {
  * of its commands), CLMAD_ERR_OPENCL, CLMAD_ERR_OUT_OF_MEMORY. The message
  * of a failure is in clmad_last_error(NULL).
  */
-clmad_status clmad_context_create_cl(cl_context context, cl_device_id device,
+CLMAD_API clmad_status clmad_context_create_cl(cl_context context, cl_device_id device,
                                      cl_command_queue queue, const clmad_options *opt,
                                      clmad_context **ctx);
 
@@ -68,7 +69,7 @@ clmad_status clmad_context_create_cl(cl_context context, cl_device_id device,
  * ctx lives; retain them to keep them longer.
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL ctx).
  */
-clmad_status clmad_context_get_cl(const clmad_context *ctx, cl_context *context,
+CLMAD_API clmad_status clmad_context_get_cl(const clmad_context *ctx, cl_context *context,
                                   cl_device_id *device, cl_command_queue *queue);
 
 /**
@@ -98,7 +99,7 @@ clmad_status clmad_context_get_cl(const clmad_context *ctx, cl_context *context,
  * CLMAD_ERR_OUT_OF_MEMORY (a shape too big to describe),
  * CLMAD_ERR_STATE (ctx was released), CLMAD_ERR_OPENCL.
  */
-clmad_status clmad_tensor_wrap_cl(clmad_context *ctx, cl_mem mem, size_t offset, clmad_dtype dtype,
+CLMAD_API clmad_status clmad_tensor_wrap_cl(clmad_context *ctx, cl_mem mem, size_t offset, clmad_dtype dtype,
                                   int ndim, const size_t *shape, clmad_tensor **out);
 
 /**
@@ -113,7 +114,7 @@ clmad_status clmad_tensor_wrap_cl(clmad_context *ctx, cl_mem mem, size_t offset,
  * tensor that the tape holds (see clmad_tensor_wrap_cl). mem or offset may
  * be NULL. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL t).
  */
-clmad_status clmad_tensor_get_cl(const clmad_tensor *t, cl_mem *mem, size_t *offset);
+CLMAD_API clmad_status clmad_tensor_get_cl(const clmad_tensor *t, cl_mem *mem, size_t *offset);
 
 #ifdef __cplusplus
 }

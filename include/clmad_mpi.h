@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clmad_mpi: data-parallel training over MPI, one context per device.
  *
@@ -32,7 +33,7 @@ extern "C" {
  * Errors: CLMAD_ERR_NO_DEVICE (count 0, or spec matches nothing),
  * CLMAD_ERR_INVALID_ARGUMENT (NULL, negative local_rank).
  */
-clmad_status clmad_mpi_device_for_rank(const clmad_device_info *list, size_t count, int local_rank,
+CLMAD_API clmad_status clmad_mpi_device_for_rank(const clmad_device_info *list, size_t count, int local_rank,
                                        const char *spec, size_t *index);
 
 /**
@@ -43,7 +44,7 @@ clmad_status clmad_mpi_device_for_rank(const clmad_device_info *list, size_t cou
  * Errors: those of clmad_context_create and clmad_mpi_device_for_rank;
  * CLMAD_ERR_UNSUPPORTED when an MPI call fails.
  */
-clmad_status clmad_mpi_context_create(MPI_Comm comm, const clmad_options *opt, clmad_context **ctx);
+CLMAD_API clmad_status clmad_mpi_context_create(MPI_Comm comm, const clmad_options *opt, clmad_context **ctx);
 
 /**
  * Copies rank root's values of params[0..n) into every rank's params
@@ -54,7 +55,7 @@ clmad_status clmad_mpi_context_create(MPI_Comm comm, const clmad_options *opt, c
  * lists that differ across ranks: reported on every rank), those of the
  * tensors' reads and writes; CLMAD_ERR_UNSUPPORTED when an MPI call fails.
  */
-clmad_status clmad_mpi_broadcast(clmad_context *ctx, MPI_Comm comm, clmad_tensor *const *params, int n,
+CLMAD_API clmad_status clmad_mpi_broadcast(clmad_context *ctx, MPI_Comm comm, clmad_tensor *const *params, int n,
                                  int root);
 
 typedef enum {
@@ -86,7 +87,7 @@ enum {
  * CLMAD_ERR_OUT_OF_MEMORY; CLMAD_ERR_OPENCL; CLMAD_ERR_UNSUPPORTED when an
  * MPI call fails.
  */
-clmad_status clmad_mpi_allreduce_grads(clmad_context *ctx, MPI_Comm comm, clmad_tensor *const *params, int n,
+CLMAD_API clmad_status clmad_mpi_allreduce_grads(clmad_context *ctx, MPI_Comm comm, clmad_tensor *const *params, int n,
                                        clmad_mpi_op op, int flags);
 
 #ifdef __cplusplus

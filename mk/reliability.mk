@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Reliability targets (sanitizers, valgrind, Oclgrind): see the README.
 #
 #   make test-asan       AddressSanitizer + UBSan build (build-asan), every test

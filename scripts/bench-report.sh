@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Turns the CSV files of bench/results into results.md and gnuplot charts.
 set -euo pipefail
 out=${1:-bench/results}

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make check-vector: are the generated kernels of the HM-LSTM cell packed
 # SIMD code on POCL? Compiles every variant (primal, partials, vjp, stored)
 # into a fresh POCL kernel cache through bench_hmlstm at a small size, then

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages clmad needs to build, test and run on a CPU.
 # Idempotent: checks with dpkg first and returns at once when all are there.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Turns the rounds of scripts/run-peers.sh into peers.json, peers.md and a
 gnuplot chart peers.svg. Standard library only.
 Usage: peers-report.py RUNS_DIR [OUT_DIR] [BUILD_DIR]

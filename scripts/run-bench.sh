@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make bench: every benchmark on every OpenCL implementation available here
 # (POCL, and Mesa rusticl on llvmpipe when installed), then one Markdown table
 # and gnuplot charts under bench/results/. Progress goes to stderr.

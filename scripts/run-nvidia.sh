@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The test programs and the benchmarks on an NVIDIA GPU whose driver ships
 # libnvidia-opencl.so.1 but no ICD file (as on the machines behind the
 # project's `device` tool), with binaries built elsewhere:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make bench-peers: clmad's HM-LSTM benchmark next to PyTorch (eager and
 # torch.compile), JAX (jit) and NumPy on the same inputs, on this CPU (POCL).
 # Rounds alternate the order (clmad first, then the peers first) so that drift

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the test suite through ctest and prints its wall time.
 set -euo pipefail
 build=${1:-build}

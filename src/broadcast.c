@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clmad_broadcast and its forward-mode forms: checks, chunking, launch. */
 #include "kernel.h"
 #include "tape.h"

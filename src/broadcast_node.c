@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Broadcast nodes on the tape, with the partials policies of DESIGN.md 5:
  * STORE keeps the partials of the forward dual kernel and, in backward,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* NumPy broadcasting of input shapes, reduced to the fewest dimensions that
  * the generated kernel must index, and how each input is read. */
 #ifndef CLMAD_BROADCAST_PLAN_H

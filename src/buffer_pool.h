@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reuse of device buffers, so that tensors come and go off the hot path. */
 #ifndef CLMAD_BUFFER_POOL_H
 #define CLMAD_BUFFER_POOL_H

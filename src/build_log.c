@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Build logs: positions in the generated program mapped back to the user's
  * source for compilers that ignore #line, and what a log blames. */
 #include "codegen.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Generated kernel arguments, in order:
  *   ulong n;  out values [n_outputs];  PARTIALS: partials [n_outputs][K]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OpenCL C generation: the dual type for K partials (through cl/clmad_ad.clh)
  * and a wrapper kernel specialised to one broadcast pattern and mode. */
 #ifndef CLMAD_CODEGEN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The context: one device, its queue, program cache, buffer pool, errors. */
 #ifndef CLMAD_CONTEXT_H
 #define CLMAD_CONTEXT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Enumeration of OpenCL platforms and devices, and device choice. */
 #ifndef CLMAD_DEVICE_H
 #define CLMAD_DEVICE_H

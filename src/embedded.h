@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OpenCL C sources embedded at build time (see cmake/embed_sources.cmake). */
 #ifndef CLMAD_EMBEDDED_H
 #define CLMAD_EMBEDDED_H

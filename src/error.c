@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "context.h"
 
 #include <pthread.h>
@@ -73,6 +74,17 @@ static void message_set(clmad_message *m, const char *fmt, va_list ap)
 
 clmad_status clmad__fail(const clmad_context *ctx, clmad_status s, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
+    message_set(clmad__message_slot(ctx), fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+clmad_status clmad_set_error(const clmad_context *ctx, clmad_status s, const char *fmt, ...)
+{
+    if (!fmt)
+        return clmad__fail(ctx, s, "(no message)");
     va_list ap;
     va_start(ap, fmt);
     message_set(clmad__message_slot(ctx), fmt, ap);

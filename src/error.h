@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Failure reporting: every failing path sets a message and returns a status. */
 #ifndef CLMAD_ERROR_H
 #define CLMAD_ERROR_H

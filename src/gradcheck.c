@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clmad_gradcheck: a kernel's forward-mode partials against central finite
  * differences of its primal, at the caller's points. Built on the public
  * API only (1-d inputs of n_points elements, no broadcasting). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Non-cryptographic 64-bit hashing (FNV-1a) for cache keys and checksums. */
 #ifndef CLMAD_HASH_H
 #define CLMAD_HASH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* In-place updates outside the tape: y = alpha x + beta y into an existing
  * tensor, refused while the tape keeps it. */
 #include "tape.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clmad_cl.h: contexts on the caller's OpenCL objects, the caller's buffers
  * as tensors, and the OpenCL objects behind clmad's. */
 #include "device.h"

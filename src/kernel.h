@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Broadcast kernel objects and their compiled variants. */
 #ifndef CLMAD_KERNEL_H
 #define CLMAD_KERNEL_H

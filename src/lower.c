@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The front end's driver: the parser's bookkeeping (memory, failures, names
  * in scope), the replacements applied to the source, and the public call. */
 #include "lower.h"

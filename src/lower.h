@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The plain-syntax front end: broadcast functions written with C operators
  * and math names on T are rewritten to the ad_ vocabulary before code
  * generation (README, "The template language"; rules in lower_rules.c).

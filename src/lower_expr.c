@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The front end's expressions: each is parsed with its type, and one that
  * applies an operator or a math name to T is rewritten to the ad_
  * vocabulary by the canonical rules (README, "Plain syntax"):

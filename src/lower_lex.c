@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The front end's lexer: OpenCL C tokens with their lines and columns.
  * Comments and preprocessor lines are skipped as space; #define and #undef
  * are kept as macro events, so that an object-like macro's type can be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The front end's tables: how each math name applies to T, the signatures
  * of the ad_ vocabulary (cl/clmad_ad.clh), and the type names it knows. */
 #include "lower.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The front end's declarations and statements: the types of the names in
  * scope, the contexts that convert a value (an initialiser, a return, a
  * condition, an argument), and the pass over a whole source. Preprocessor

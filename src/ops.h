@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal building blocks shared by the builtin operations and the tape. */
 #ifndef CLMAD_OPS_H
 #define CLMAD_OPS_H

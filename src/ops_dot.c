@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clmad_dot: the sum over every element of a * b, with no full-size product
  * in between, and its adjoint, which hands on s * b and s * a as lazy
  * adjoints (tape.h): a loss sum(y * w) costs one read of y and w forward

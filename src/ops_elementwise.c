@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Builtin elementwise operations: one-operation broadcast kernels, so a
  * chain of them is plain ("unfused") reverse mode. */
 #include "kernel.h"

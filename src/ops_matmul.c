@@ -1,6 +1,8 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clmad_matmul through CLBlast, and its adjoint (dA = dC op(B)^T, dB = op(A)^T dC,
  * arranged for transposed operands). Gradients accumulate with beta = 1. */
 #include "ops.h"
+#include "log.h"
 #include "tape.h"
 
 #include <clblast_c.h>
@@ -54,6 +56,17 @@ static clmad_status gemm(clmad_context *ctx, int ta, int tb, size_t m, size_t n,
             return CLMAD_OK;
         return clmad__fill(ctx, c->mem, c->dtype, c->numel, 0.0);
     }
+    /* CLBlast compiles its kernels on the first GEMM of a precision in the
+     * process (its cache is in memory): tens of seconds on POCL, said when
+     * CLMAD_LOG=info. */
+    static atomic_int logged[2];
+    int first = clmad__log_info() && !atomic_exchange(&logged[c->dtype == CLMAD_F64], 1);
+    double start = 0;
+    if (first) {
+        clmad__log("first CLBlast %cgemm on \"%s\": CLBlast builds its kernels (tens of seconds on POCL the first time)",
+                   c->dtype == CLMAD_F32 ? 'S' : 'D', ctx->info.name);
+        start = clmad__seconds();
+    }
     if (atomic_load_explicit(&clblast_ready, memory_order_acquire)) {
         s = call_gemm(c->dtype, at, bt, m, n, k, a->mem, lda, b->mem, ldb, beta, c->mem, ldc, &ctx->queue);
     } else {
@@ -63,6 +76,9 @@ static clmad_status gemm(clmad_context *ctx, int ta, int tb, size_t m, size_t n,
             atomic_store_explicit(&clblast_ready, 1, memory_order_release);
         pthread_mutex_unlock(&clblast_first_lock);
     }
+    if (first)
+        clmad__log("first CLBlast %cgemm done in %.2f s", c->dtype == CLMAD_F32 ? 'S' : 'D',
+                   clmad__seconds() - start);
     if (s != CLBlastSuccess)
         return clmad__fail(ctx, CLMAD_ERR_OPENCL, "CLBlast %cgemm failed with status %d on device \"%s\"",
                            c->dtype == CLMAD_F32 ? 'S' : 'D', (int)s, ctx->info.name);

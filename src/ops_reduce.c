@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Deterministic reductions (sum, mean, unbroadcast) and strided copies. */
 #include "codegen.h"
 #include "context.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Scalar operands (a learning rate, a constant) and clmad_tensor_item: a
  * number becomes a 0-d tensor that the builtin broadcasts read for every
  * element, so the gradients are those of clmad_add and clmad_mul. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shape operations as strided copies: slice, concat, reshape, transpose.
  * Each adjoint is the inverse copy, accumulated straight into the input's
  * adjoint when it already exists. */

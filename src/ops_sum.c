@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clmad_sum and clmad_mean, and their adjoint: the output adjoint expanded
  * back over the summed axes (times 1/count for the mean). */
 #include "ops.h"

@@ -1,5 +1,7 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "context.h"
 #include "hash.h"
+#include "log.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -144,6 +146,22 @@ static char *read_build_log(const clmad_context *ctx, cl_program program)
     return log;
 }
 
+/* The name of the first kernel of a program's source, for the log. */
+static void first_kernel_name(const char *source, char *name, size_t cap)
+{
+    const char *k = strstr(source, "__kernel void ");
+    size_t n = 0;
+    if (k) {
+        k += strlen("__kernel void ");
+        while (n + 1 < cap && (isalnum((unsigned char)k[n]) || k[n] == '_'))
+            n++;
+        memcpy(name, k, n);
+    }
+    name[n] = '\0';
+    if (n == 0)
+        snprintf(name, cap, "(no kernel)");
+}
+
 static clmad_status compile_from_source(clmad_context *ctx, const char *source, const char *options,
                                         cl_program *out, char **build_log)
 {
@@ -152,7 +170,18 @@ static clmad_status compile_from_source(clmad_context *ctx, const char *source, 
     if (err != CL_SUCCESS)
         return clmad__fail_cl(ctx, err, "clCreateProgramWithSource");
     ctx->stats.programs_compiled++;
+    char name[128];
+    double start = 0;
+    int logging = clmad__log_info();
+    if (logging) {
+        first_kernel_name(source, name, sizeof name);
+        clmad__log("compiling OpenCL program %s on \"%s\" (not in the caches)", name, ctx->info.name);
+        start = clmad__seconds();
+    }
     err = clBuildProgram(program, 1, &ctx->device, options, NULL, NULL);
+    if (logging)
+        clmad__log("compiled %s in %.2f s%s", name, clmad__seconds() - start,
+                   err == CL_SUCCESS ? "" : " (it failed)");
     if (err == CL_SUCCESS) {
         *out = program;
         return CLMAD_OK;

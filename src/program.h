@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OpenCL programs: build from source, in-memory cache, on-disk binary cache. */
 #ifndef CLMAD_PROGRAM_H
 #define CLMAD_PROGRAM_H

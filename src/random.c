@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Random initialisation on the device: counter-based Philox4x32-10, so a
  * tensor is a pure function of its seed, shape and dtype (cl/train.cl). */
 #include "tensor.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Scopes: a mark in the list of tensors made since the first open scope;
  * clmad_scope_end releases the caller's reference to every tensor made
  * since the innermost mark and still alive, so that a training step needs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Scopes: the tensors made since a mark, released together (scope.c). */
 #ifndef CLMAD_SCOPE_H
 #define CLMAD_SCOPE_H

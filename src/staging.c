@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Staging areas: a host-visible buffer (CL_MEM_ALLOC_HOST_PTR, pinned on
  * GPUs) that is mapped between calls, so that many tensors move between
  * the device and the host with device-side copies and one wait. OpenCL

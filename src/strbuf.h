@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A growable string for generated source and messages. */
 #ifndef CLMAD_STRBUF_H
 #define CLMAD_STRBUF_H

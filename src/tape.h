@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reverse-mode tape: nodes, gradient routing, backward. */
 #ifndef CLMAD_TAPE_H
 #define CLMAD_TAPE_H

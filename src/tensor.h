@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tensors: shape, dtype and a device buffer from the pool. */
 #ifndef CLMAD_TENSOR_H
 #define CLMAD_TENSOR_H

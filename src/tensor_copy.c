@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clmad_tensor_copy: values into an existing tensor, outside the tape. */
 #include "strbuf.h"
 #include "tape.h"

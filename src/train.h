@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internals shared by the training helpers (inplace.c, optim.c). */
 #ifndef CLMAD_TRAIN_H
 #define CLMAD_TRAIN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The kernels of cl/train.cl, one program per context and dtype, as
  * ops_kernels.c builds cl/ops.cl. */
 #include "context.h"

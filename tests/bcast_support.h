@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host-side helpers shared by the broadcast tests: a reproducible random
  * generator, tensors from/to double arrays, NumPy broadcasting on the host
  * and mixed absolute/relative comparison. Header-only (static inline). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Gradient checking against central finite differences in double precision,
  * for tests of the tape. Header-only (static functions). */
 #ifndef CLMAD_TEST_GRADCHECK_H

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the build into a prefix under the build folder, then builds
 # examples/quickstart.c as an outside project and runs it:
 #   1. through CMake (tests/outside: find_package(clmad)), against the
 #      shared library (clmad::clmad) and the static one (clmad::clmad_static);
 #   2. through pkg-config: `cc quickstart.c $(pkg-config --cflags --libs clmad)`
-#      (shared), and `pkg-config --static` flags with libclmad.a (static).
+#      (shared) and `... clmad-static` (static), as they are;
+#   3. the README's first program (first.c) with the README's CMake project
+#      and pkg-config lines, taken from README.md as written (the prefix in
+#      place of /opt/clmad), shared and static.
 # The shared builds must load libclmad.so from the prefix.
 # When the build has the MPI component (clmad-mpi.pc is installed), the same
 # for tests/outside/mpi_program.c: find_package(clmad COMPONENTS mpi) with
@@ -34,7 +38,8 @@ mkdir -p "$work"
 
 step "install into $prefix"
 "$cmake" --install "$build" --prefix "$prefix"
-for f in include/clmad.h; do
+for f in include/clmad.h share/clmad/clmad_ad.clh share/doc/clmad/README.md share/doc/clmad/LICENSE \
+         share/doc/clmad/CHANGELOG.md share/doc/clmad/docs/design-notes.md; do
     [ -f "$prefix/$f" ] || fail "$f was not installed"
 done
 pc=$(find "$prefix" -name clmad.pc -path '*/pkgconfig/*' | head -n 1)
@@ -95,10 +100,10 @@ echo "pkg-config --libs --static clmad: $(pkg-config --libs --static clmad)"
 "$cc" -std=c99 -Wall -Wextra -Werror -pedantic "$example" -o "$work/pc_shared" \
     $(pkg-config --cflags --libs clmad) -lm -Wl,-rpath,"$(pkg-config --variable=libdir clmad)"
 check_links_prefix "$work/pc_shared"
-static_libs=$(pkg-config --libs --static clmad | sed "s|-lclmad\\b|$libdir/libclmad.a|")
-# shellcheck disable=SC2046,SC2086
+echo "pkg-config --cflags --libs clmad-static: $(pkg-config --cflags --libs clmad-static)"
+# shellcheck disable=SC2046
 "$cc" -std=c99 -Wall -Wextra -Werror -pedantic "$example" -o "$work/pc_static" \
-    $(pkg-config --cflags clmad) $static_libs -lm
+    $(pkg-config --cflags --libs clmad-static)
 check_static "$work/pc_static"
 
 if [ $mpi = 1 ]; then
@@ -109,15 +114,50 @@ if [ $mpi = 1 ]; then
         $(pkg-config --cflags --libs clmad-mpi) -Wl,-rpath,"$(pkg-config --variable=libdir clmad-mpi)"
     check_links_prefix "$work/pc_mpi_shared"
     check_links_prefix "$work/pc_mpi_shared" libclmad_mpi
-    static_libs=$(pkg-config --libs --static clmad-mpi |
-        sed -e "s|-lclmad_mpi\\b|$libdir/libclmad_mpi.a|" -e "s|-lclmad\\b|$libdir/libclmad.a|")
-    # shellcheck disable=SC2046,SC2086
+    echo "pkg-config --cflags --libs clmad-mpi-static: $(pkg-config --cflags --libs clmad-mpi-static)"
+    # shellcheck disable=SC2046
     "$cc" -std=c99 -Wall -Wextra -Werror "$mpi_program" -o "$work/pc_mpi_static" \
-        $(pkg-config --cflags clmad-mpi) $static_libs -lm
+        $(pkg-config --cflags --libs clmad-mpi-static)
     check_static "$work/pc_mpi_static"
 fi
 
-for exe in cmake/example_shared cmake/example_static pc_shared pc_static; do
+step "the README's recipes, as written, on its first program"
+readme=$src/README.md
+# The first ```c block after the heading "## A first program", the first
+# ```cmake and ```sh blocks after "## Using clmad from another project".
+block() { # HEADING FENCE
+    awk -v h="$1" -v f="$2" '$0 == h { in_section = 1; next }
+        in_section && !inblock && $0 == "```" f { inblock = 1; next }
+        inblock && $0 == "```" { exit }
+        inblock { print }' "$readme"
+}
+mkdir -p "$work/readme"
+block "## A first program" c > "$work/readme/first.c"
+block "## Using clmad from another project" cmake > "$work/readme/CMakeLists.txt"
+block "## Using clmad from another project" sh | sed "s|/opt/clmad|$prefix|g" > "$work/readme/pkg-config.sh"
+for f in first.c CMakeLists.txt pkg-config.sh; do
+    [ -s "$work/readme/$f" ] || fail "README.md: no block for $f"
+done
+cat "$work/readme/CMakeLists.txt" "$work/readme/pkg-config.sh"
+"$cmake" -S "$work/readme" -B "$work/readme/build" -DCMAKE_C_COMPILER="$cc" \
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON
+"$cmake" --build "$work/readme/build"
+check_links_prefix "$work/readme/build/first"
+# The static variant the README names in its comment.
+sed 's/clmad::clmad /clmad::clmad_static /' "$work/readme/CMakeLists.txt" > "$work/readme/static.cmake"
+mkdir -p "$work/readme/static"
+cp "$work/readme/first.c" "$work/readme/static/"
+cp "$work/readme/static.cmake" "$work/readme/static/CMakeLists.txt"
+"$cmake" -S "$work/readme/static" -B "$work/readme/static/build" -DCMAKE_C_COMPILER="$cc" \
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON
+"$cmake" --build "$work/readme/static/build"
+check_static "$work/readme/static/build/first"
+(cd "$work/readme" && bash -euo pipefail pkg-config.sh)
+check_links_prefix "$work/readme/first"
+check_static "$work/readme/first_static"
+
+for exe in cmake/example_shared cmake/example_static pc_shared pc_static \
+           readme/build/first readme/static/build/first readme/first readme/first_static; do
     step "run $exe"
     "$work/$exe" || fail "$exe exited with status $?"
 done

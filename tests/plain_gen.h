@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Random broadcast functions over T for test_plain_random, in three parallel
  * forms from one random program:
  *   pg_print(..., PG_PLAIN)  plain OpenCL C: operators, math names, (T)r, ...

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The kernels of the examples, benchmarks and tests, each in plain syntax
  * and in its ad_ form (copied verbatim from where it lives), for
  * test_plain_syntax.c. The plain form is written so that the canonical

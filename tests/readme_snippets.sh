@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Compiles, links and runs every ```c block of the README, so that the
 # documentation cannot drift from the API.
 #   - A block that defines `int main` is a complete program, taken as it is.

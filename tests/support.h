@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the tests. */
 #ifndef CLMAD_TEST_SUPPORT_H
 #define CLMAD_TEST_SUPPORT_H

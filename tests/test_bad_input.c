@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Bad input: every way a caller can get a call wrong, or feed it values that
  * are legal but unpleasant, one case per test. Each case checks the status,
  * the content of clmad_last_error(ctx), and that the context still works

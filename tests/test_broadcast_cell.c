@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The HM-LSTM cell update (DESIGN.md section 4) through clmad_broadcast_partials:
  * three branches chosen per element by the controls z and zb, which broadcast
  * as rows (1, cols), columns (rows, 1) or full (rows, cols). Values and the

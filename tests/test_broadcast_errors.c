@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Errors of kernel creation and of the broadcast calls: shapes that do not
  * broadcast, mixed dtypes, compile errors mapped to the user's source,
  * signatures that do not match, invalid and NULL arguments, and zero-sized

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A loop with a data-dependent trip count: Kepler's equation E - e sin E = M
  * solved per element by Newton's method until |dE| < 1e-12 (at most 100
  * steps), in f64. Forward mode differentiates through the iterations; the

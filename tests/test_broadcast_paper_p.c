@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A multi-output broadcast in the spirit of the paper's p(A, alpha, a):
  * R^3 -> R^2, broadcast over a matrix A (rows, cols), a 0-d scalar alpha and
  * a vector a (cols,), with a branch on the value of A:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Randomised broadcasts (fixed seed: reproducible). A few fixed kernels with
  * 1, 2, 3, 6 and 12 inputs (one or two outputs) mix ad_mul, ad_sin, ad_cos,
  * ad_exp, ad_tanh of scaled inputs and branch on ad_val(x0):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Misuse of contexts (issue 13, items 2 and 8):
  * - a tensor or kernel of another context handed to any call fails with
  *   CLMAD_ERR_INVALID_ARGUMENT and a message that names the call, the

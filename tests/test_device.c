@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Device choice: every form of CLMAD_DEVICE, the option, and the errors. */
 #include "support.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The on-disk program cache trusts only a folder of the user's own, reads
  * only regular files of bounded size, never writes through a planted link,
  * keys everything that changes the binary, and says when it cannot work. */

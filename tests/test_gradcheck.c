@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clmad_gradcheck, the public gradient checker: it passes a correct kernel
  * with a branch, two outputs and a helper function, and it catches a
  * derivative that a template gets wrong (a value taken through ad_val, which

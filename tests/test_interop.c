@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clmad_cl.h: a context on the caller's OpenCL context, device and queue,
  * the caller's buffers as tensors, reference counts, offsets, errors. */
 #include "support.h"

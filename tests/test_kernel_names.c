@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The names of the generated code never meet the user's: the wrapper
  * kernel that follows the user's source names its parameters and locals
  * clmad__*, so that user macros (#define e 2.718f) and functions (a kernel

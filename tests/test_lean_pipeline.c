@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The lean pipeline: clmad_dot, lazy adjoints (a sum's scalar adjoint and
  * dot's s * w handed on unexpanded), one backward kernel per broadcast node
  * under both policies, and the kernel and byte counts that show it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Limits and leaks (issue 13, item 4): the per-thread message of
  * clmad_last_error(NULL) is freed when its thread exits; clmad_gradcheck
  * refuses a point count whose buffers overflow; concat refuses a summed

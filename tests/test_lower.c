@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The plain-syntax front end (clmad_lower_source): the canonical rules, the
  * bytes and lines it leaves alone, its errors at the user's line and
  * column, and the sources it leaves to the compiler. Values and partials of

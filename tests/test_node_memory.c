@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host memory per tape node (issue 13, item 5): a node is sized by its
  * operation's arity, not by the most inputs and outputs a kernel may have.
  * Recording N adds of one-element tensors (their outputs released at once,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Randomised plain syntax (issue 15). Each program of plain_gen.h, drawn
  * from a fixed seed (2 to 4 T inputs, 1 to 3 outputs, a helper, locals,
  * compound assignments, branches and loops on T, math names, real and int

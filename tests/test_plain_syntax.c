@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Plain syntax against the ad_ vocabulary: every kernel of the examples,
  * benchmarks and tests, written both ways (tests/plain_pairs.h), gives the
  * same bits. For each pair, f32 and f64, partials policy STORE and

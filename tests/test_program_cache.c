@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Program cache: memory hits, disk reuse across processes, corrupt files,
  * and build errors that carry the compiler's message. */
 #include "support.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Staging areas: tensors' values gathered back to back into host-visible
  * memory and scattered back, and the misuse that must fail cleanly. */
 #include "support.h"

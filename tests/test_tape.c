@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The tape: gradients of composite programs against central finite
  * differences (f64), policies, chunking, determinism, memory, errors. */
 #include "gradcheck.h"

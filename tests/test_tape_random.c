@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Randomised tape programs (fixed seeds: reproducible), f64.
  *
  * Each program draws a few leaf tensors (rank 0..2, dimensions 1 or 2..4,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tensors: round trips at every rank, fills, empties, the pool, errors. */
 #include "support.h"
 

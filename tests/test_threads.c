@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Threads: separate contexts on separate threads are independent. Two
  * threads, each with its own context, run broadcasts and a forward + backward
  * pass (matrix product, broadcast kernel with a branch, sum) at the same

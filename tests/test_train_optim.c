@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* In-place updates and optimizer steps against host formulas (PyTorch's),
  * and the refusal to write a tensor the tape still holds. */
 #include "support.h"

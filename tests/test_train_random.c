@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Random initialisation: the device's Philox4x32-10 against a host
  * implementation bit for bit (uniform values expose the top bits of each
  * word), the host implementation against the Random123 known answers, and

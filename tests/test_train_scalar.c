@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Scalar operands and clmad_tensor_item: values, gradients, errors. */
 #include "support.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Scopes: a training step without releases leaks nothing, gradients and
  * what the tape needs survive, kept and released tensors are left alone. */
 #include "support.h"

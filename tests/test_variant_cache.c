@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The variant cache of a kernel: two variants that differ anywhere (here in
  * the accumulate flag of the last of 64 gradient slots) are two kernels,
  * never one served for the other. */

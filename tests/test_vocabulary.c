@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Every function of the vocabulary (cl/clmad_ad.clh), f32 and f64: values
  * against libm in double, partials against the analytic derivative written

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clmad-info: lists every OpenCL device and marks the one clmad would use
  * (and, built with the MPI component, the one each local MPI rank would
  * take); with --lower FILE, prints a broadcast function lowered from plain
@@ -70,7 +71,9 @@ static int usage(FILE *out, int status)
                  "                                (default: one per device of the default kind, at least 2)\n"
 #endif
                  "       clmad-info --lower FILE  print FILE's broadcast functions lowered from plain\n"
-                 "                                syntax to the ad_ vocabulary (FILE - reads stdin)\n");
+                 "                                syntax to the ad_ vocabulary (FILE - reads stdin)\n"
+                 "       clmad-info --version     print the version of libclmad\n"
+                 "       clmad-info --help        print this text\n");
     return status;
 }
 
@@ -107,8 +110,12 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--lower"))
         return lower(argv[2]);
-    if (argc == 2 && !strcmp(argv[1], "--help"))
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
         return usage(stdout, 0);
+    if (argc == 2 && !strcmp(argv[1], "--version")) {
+        printf("clmad-info %s (libclmad %s)\n", CLMAD_VERSION_STRING, clmad_version_string());
+        return 0;
+    }
     int ranks = 0;
 #ifdef CLMAD_INFO_MPI
     if (argc == 3 && !strcmp(argv[1], "--ranks")) {

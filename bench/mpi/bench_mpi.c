@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_mpi: time per data-parallel training step of the HM-LSTM model of
  * examples/mpi/hmlstm_mpi.c (examples/mpi/hmlstm_dp.h) with P ranks, and

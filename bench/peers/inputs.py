@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared inputs, float64 reference and timing helpers for the peer benchmarks.
 
 The inputs are bit-identical to bench/bench_hmlstm.c's: the same xorshift64

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """JAX: jit of value_and_grad w.r.t. (c, f, i, g) on the CPU backend."""
 import os
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """NumPy: the HM-LSTM cell's forward and hand-derived backward in float32.
 
 Every branch is computed for every element and np.where picks, as a NumPy

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PyTorch: eager (torch.where) and torch.compile (Inductor, CPU) fwd+bwd.
 
 Times loss = sum(cell(...) * w) and the gradients of c, f, i, g from the

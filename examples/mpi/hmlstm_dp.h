@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hmlstm_dp.h: the model and task of examples/hmlstm.c (the HM-LSTM cell as
  * one fused broadcast kernel inside an LSTM layer, trained with Adam), cut

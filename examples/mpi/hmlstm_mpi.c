@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hmlstm_mpi: the HM-LSTM training demo of examples/hmlstm.c, data-parallel
  * over MPI (clmad_mpi.h). Every rank holds a replica of the model on its own

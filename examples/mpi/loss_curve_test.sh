@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The data-parallel HM-LSTM (examples/mpi/hmlstm_mpi.c) against the single
 # process: the same global batch of 16 sequences, 40 Adam steps, f32.
 #   usage: loss_curve_test.sh EXAMPLE MPIEXEC NUMPROC_FLAG [MPIEXEC_FLAGS...]

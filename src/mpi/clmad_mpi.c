@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clmad_mpi: device placement, the broadcast of parameters and the
  * reduction of their gradients across the ranks of an MPI communicator.
  *
@@ -8,9 +9,9 @@
  * reduction of mismatched sizes would hang or mix unrelated values. Only
  * then do values move, packed one buffer per dtype through the context's
  * staging area (clmad_context_staging). Errors are reported through the
- * core library's clmad__fail, so that clmad_last_error(ctx) says why. */
+ * public clmad_set_error, so that clmad_last_error(ctx) says why: the
+ * component uses clmad's public API only, as any library built on it. */
 #include "clmad_mpi.h"
-#include "error.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -23,12 +24,12 @@ clmad_status clmad_mpi_device_for_rank(const clmad_device_info *list, size_t cou
                                        const char *spec, size_t *index)
 {
     if (!index || (!list && count > 0) || local_rank < 0)
-        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT,
+        return clmad_set_error(NULL, CLMAD_ERR_INVALID_ARGUMENT,
                            "clmad_mpi_device_for_rank: NULL list or index, or local rank %d < 0", local_rank);
     if (spec && spec[0])
         return clmad_device_choose(list, count, spec, index);
     if (count == 0)
-        return clmad__fail(NULL, CLMAD_ERR_NO_DEVICE, "clmad_mpi_device_for_rank: no OpenCL device");
+        return clmad_set_error(NULL, CLMAD_ERR_NO_DEVICE, "clmad_mpi_device_for_rank: no OpenCL device");
     size_t gpus = 0;
     for (size_t i = 0; i < count; i++)
         gpus += list[i].type == CLMAD_DEVICE_GPU;
@@ -40,7 +41,7 @@ clmad_status clmad_mpi_device_for_rank(const clmad_device_info *list, size_t cou
                 return CLMAD_OK;
             }
         }
-    return clmad__fail(NULL, CLMAD_ERR_NO_DEVICE, "clmad_mpi_device_for_rank: no device left"); /* unreachable */
+    return clmad_set_error(NULL, CLMAD_ERR_NO_DEVICE, "clmad_mpi_device_for_rank: no device left"); /* unreachable */
 }
 
 static clmad_status mpi_failed(const clmad_context *ctx, int rc, const char *call)
@@ -48,7 +49,7 @@ static clmad_status mpi_failed(const clmad_context *ctx, int rc, const char *cal
     char text[MPI_MAX_ERROR_STRING] = "";
     int len = 0;
     MPI_Error_string(rc, text, &len);
-    return clmad__fail(ctx, CLMAD_ERR_UNSUPPORTED, "%s failed: %s", call, text);
+    return clmad_set_error(ctx, CLMAD_ERR_UNSUPPORTED, "%s failed: %s", call, text);
 }
 
 clmad_status clmad_mpi_context_create(MPI_Comm comm, const clmad_options *opt, clmad_context **ctx)
@@ -62,7 +63,7 @@ clmad_status clmad_mpi_context_create(MPI_Comm comm, const clmad_options *opt, c
     MPI_Comm_rank(node, &local);
     MPI_Comm_free(&node);
     if (!ctx)
-        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_mpi_context_create: ctx is NULL");
+        return clmad_set_error(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_mpi_context_create: ctx is NULL");
     clmad_options o;
     if (opt)
         o = *opt;
@@ -135,7 +136,7 @@ static clmad_status name_difference(agreement *a, clmad_tensor *const *params, i
     if (!mine || !all) {
         free(mine);
         free(all);
-        return clmad__fail(a->ctx, CLMAD_ERR_OUT_OF_MEMORY, "%s: out of host memory", a->call);
+        return clmad_set_error(a->ctx, CLMAD_ERR_OUT_OF_MEMORY, "%s: out of host memory", a->call);
     }
     for (int k = 0; k < n; k++) {
         mine[k * D] = clmad_tensor_dtype(params[k]);
@@ -160,7 +161,7 @@ static clmad_status name_difference(agreement *a, clmad_tensor *const *params, i
                     u += snprintf(out[j] + u, (size_t)(160 - u), i ? ", %lld" : "%lld", (long long)ps[j][2 + i]);
                 snprintf(out[j] + u, (size_t)(160 - u), ")");
             }
-            st = clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT,
+            st = clmad_set_error(a->ctx, CLMAD_ERR_INVALID_ARGUMENT,
                              "%s: parameter lists differ across ranks: parameter %d is %s on rank 0 and %s on "
                              "rank %d",
                              a->call, k, s0, sr, r);
@@ -176,7 +177,7 @@ static clmad_status agree(agreement *a, clmad_status local, clmad_tensor *const 
     a->header[H_OK] = local == CLMAD_OK;
     a->all = malloc(sizeof(int64_t) * H_WORDS * (size_t)a->size);
     if (!a->all)
-        return clmad__fail(a->ctx, CLMAD_ERR_OUT_OF_MEMORY, "%s: out of host memory", a->call);
+        return clmad_set_error(a->ctx, CLMAD_ERR_OUT_OF_MEMORY, "%s: out of host memory", a->call);
     int rc = MPI_Allgather(a->header, H_WORDS, MPI_INT64_T, a->all, H_WORDS, MPI_INT64_T, a->comm);
     if (rc != MPI_SUCCESS)
         return mpi_failed(a->ctx, rc, "MPI_Allgather");
@@ -185,29 +186,29 @@ static clmad_status agree(agreement *a, clmad_status local, clmad_tensor *const 
         const int64_t *h = a->all + (size_t)r * H_WORDS;
         if (!h[H_OK])
             return local != CLMAD_OK ? local
-                                     : clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                                     : clmad_set_error(a->ctx, CLMAD_ERR_INVALID_ARGUMENT,
                                                    "%s: rank %d rejected its arguments (its message says why)",
                                                    a->call, r);
     }
     for (int r = 1; r < a->size; r++) {
         const int64_t *h = a->all + (size_t)r * H_WORDS;
         if (h[H_N] != h0[H_N])
-            return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT,
+            return clmad_set_error(a->ctx, CLMAD_ERR_INVALID_ARGUMENT,
                                "%s: parameter lists differ across ranks: rank 0 passes %lld parameters, rank %d "
                                "passes %lld",
                                a->call, (long long)h0[H_N], r, (long long)h[H_N]);
         if (h[H_ROOT] != h0[H_ROOT])
-            return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: ranks 0 and %d disagree on the root (%lld and %lld)",
+            return clmad_set_error(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: ranks 0 and %d disagree on the root (%lld and %lld)",
                                a->call, r, (long long)h0[H_ROOT], (long long)h[H_ROOT]);
         if (h[H_OP] != h0[H_OP])
-            return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: ranks 0 and %d disagree on the operation (%s and %s)",
+            return clmad_set_error(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: ranks 0 and %d disagree on the operation (%s and %s)",
                                a->call, r, op_name(h0[H_OP]), op_name(h[H_OP]));
         if (h[H_FLAGS] != h0[H_FLAGS])
-            return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: ranks 0 and %d disagree on the flags (0x%llx and 0x%llx)",
+            return clmad_set_error(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: ranks 0 and %d disagree on the flags (0x%llx and 0x%llx)",
                                a->call, r, (unsigned long long)h0[H_FLAGS], (unsigned long long)h[H_FLAGS]);
     }
     if (h0[H_ROOT] >= a->size)
-        return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: root %lld, but the communicator has %d ranks",
+        return clmad_set_error(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: root %lld, but the communicator has %d ranks",
                            a->call, (long long)h0[H_ROOT], a->size);
     for (int r = 1; r < a->size; r++)
         if (a->all[(size_t)r * H_WORDS + H_HASH] != h0[H_HASH])
@@ -215,7 +216,7 @@ static clmad_status agree(agreement *a, clmad_status local, clmad_tensor *const 
     for (int r = 0; r < a->size; r++) {
         int64_t k = a->all[(size_t)r * H_WORDS + H_NO_GRAD];
         if (k >= 0)
-            return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT,
+            return clmad_set_error(a->ctx, CLMAD_ERR_INVALID_ARGUMENT,
                                "%s: parameter %lld has no gradient on rank %d (run clmad_backward first)", a->call,
                                (long long)k, r);
     }
@@ -225,23 +226,23 @@ static clmad_status agree(agreement *a, clmad_status local, clmad_tensor *const 
 static clmad_status local_checks(agreement *a, clmad_tensor *const *params, int n)
 {
     if (!a->ctx)
-        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", a->call);
+        return clmad_set_error(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", a->call);
     if (n < 0)
-        return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: n < 0 (%d parameters)", a->call, n);
+        return clmad_set_error(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: n < 0 (%d parameters)", a->call, n);
     if (n > 0 && !params)
-        return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: params is NULL (n is %d)", a->call, n);
+        return clmad_set_error(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: params is NULL (n is %d)", a->call, n);
     size_t elements[2] = {0, 0};
     for (int k = 0; k < n; k++) {
         if (!params[k])
-            return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: params[%d] is NULL", a->call, k);
+            return clmad_set_error(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: params[%d] is NULL", a->call, k);
         clmad_dtype dt = clmad_tensor_dtype(params[k]);
         if (dt != CLMAD_F32 && dt != CLMAD_F64)
-            return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: params[%d] has an unknown dtype", a->call, k);
+            return clmad_set_error(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: params[%d] has an unknown dtype", a->call, k);
         elements[dt == CLMAD_F64] += clmad_tensor_numel(params[k]);
     }
     /* MPI counts are ints. */
     if (elements[0] > INT32_MAX || elements[1] > INT32_MAX)
-        return clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT,
+        return clmad_set_error(a->ctx, CLMAD_ERR_INVALID_ARGUMENT,
                            "%s: more than 2^31 - 1 elements of one dtype in one call; split the list", a->call);
     return CLMAD_OK;
 }
@@ -273,7 +274,7 @@ static clmad_status all_ok(agreement *a, clmad_status st)
     if (rc != MPI_SUCCESS)
         return mpi_failed(a->ctx, rc, "MPI_Allreduce");
     return every ? CLMAD_OK
-                 : clmad__fail(a->ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                 : clmad_set_error(a->ctx, CLMAD_ERR_INVALID_ARGUMENT,
                                "%s: another rank failed to stage its values (its message says why)", a->call);
 }
 
@@ -298,7 +299,7 @@ clmad_status clmad_mpi_broadcast(clmad_context *ctx, MPI_Comm comm, clmad_tensor
         return st;
     clmad_status local = local_checks(&a, params, n);
     if (local == CLMAD_OK && root < 0)
-        local = clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_mpi_broadcast: root %d < 0", root);
+        local = clmad_set_error(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_mpi_broadcast: root %d < 0", root);
     a.header[H_N] = n;
     a.header[H_ROOT] = root;
     a.header[H_NO_GRAD] = -1;
@@ -306,7 +307,7 @@ clmad_status clmad_mpi_broadcast(clmad_context *ctx, MPI_Comm comm, clmad_tensor
     st = agree(&a, local, params, n);
     clmad_tensor **group = st == CLMAD_OK ? malloc(sizeof *group * (size_t)(n ? n : 1)) : NULL;
     if (st == CLMAD_OK && !group)
-        st = clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "clmad_mpi_broadcast: out of host memory");
+        st = clmad_set_error(ctx, CLMAD_ERR_OUT_OF_MEMORY, "clmad_mpi_broadcast: out of host memory");
     for (int d = 0; d < 2 && st == CLMAD_OK; d++) {
         clmad_dtype dt = d ? CLMAD_F64 : CLMAD_F32;
         size_t bytes;
@@ -361,7 +362,7 @@ static clmad_status reduce(agreement *a, clmad_dtype dt, void *host, size_t coun
     if (rc != MPI_SUCCESS)
         st = mpi_failed(a->ctx, rc, "MPI_Allgather");
     else if (!every)
-        st = clmad__fail(a->ctx, CLMAD_ERR_OUT_OF_MEMORY, "%s: out of host memory for %zu x %d values on some rank",
+        st = clmad_set_error(a->ctx, CLMAD_ERR_OUT_OF_MEMORY, "%s: out of host memory for %zu x %d values on some rank",
                          a->call, count, a->size);
     else {
         int size = a->size;
@@ -393,13 +394,13 @@ clmad_status clmad_mpi_allreduce_grads(clmad_context *ctx, MPI_Comm comm, clmad_
         return st;
     clmad_status local = local_checks(&a, params, n);
     if (local == CLMAD_OK && (op != CLMAD_MPI_AVERAGE && op != CLMAD_MPI_SUM))
-        local = clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_mpi_allreduce_grads: unknown op %d", (int)op);
+        local = clmad_set_error(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_mpi_allreduce_grads: unknown op %d", (int)op);
     if (local == CLMAD_OK && (flags & ~CLMAD_MPI_DETERMINISTIC))
-        local = clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_mpi_allreduce_grads: unknown flags 0x%x", flags);
+        local = clmad_set_error(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_mpi_allreduce_grads: unknown flags 0x%x", flags);
     /* The gradients, in the parameters' order (new references). */
     clmad_tensor **grads = local == CLMAD_OK ? calloc((size_t)(n ? n : 1), sizeof *grads) : NULL;
     if (local == CLMAD_OK && !grads)
-        local = clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "clmad_mpi_allreduce_grads: out of host memory");
+        local = clmad_set_error(ctx, CLMAD_ERR_OUT_OF_MEMORY, "clmad_mpi_allreduce_grads: out of host memory");
     a.header[H_NO_GRAD] = -1;
     for (int k = 0; k < n && local == CLMAD_OK; k++) {
         local = clmad_tensor_grad(params[k], &grads[k]);
@@ -413,7 +414,7 @@ clmad_status clmad_mpi_allreduce_grads(clmad_context *ctx, MPI_Comm comm, clmad_
     st = agree(&a, local, params, n);
     clmad_tensor **group = st == CLMAD_OK ? malloc(sizeof *group * (size_t)(n ? n : 1)) : NULL;
     if (st == CLMAD_OK && !group)
-        st = clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "clmad_mpi_allreduce_grads: out of host memory");
+        st = clmad_set_error(ctx, CLMAD_ERR_OUT_OF_MEMORY, "clmad_mpi_allreduce_grads: out of host memory");
     for (int d = 0; d < 2 && st == CLMAD_OK; d++) {
         clmad_dtype dt = d ? CLMAD_F64 : CLMAD_F32;
         size_t bytes;

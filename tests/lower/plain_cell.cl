@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The HM-LSTM cell update in plain syntax (input of the clmad_info_lower test). */
 T cell_update(T z, T zb, T c, T f, T i, T g)
 {

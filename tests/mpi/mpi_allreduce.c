@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clmad_mpi_allreduce_grads with CLMAD_MPI_AVERAGE and CLMAD_MPI_SUM: each
  * rank sets known gradients (the loss clmad_dot(p, c_rank) has the gradient
  * c_rank, exactly), different on every rank; afterwards every rank holds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clmad_mpi_broadcast: every rank ends with the root's values, bitwise, for
  * f32 and f64 parameters of several shapes (a 0-d tensor and an empty one
  * among them), from rank 0 and from the last rank; the tensors keep their

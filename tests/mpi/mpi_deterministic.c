@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CLMAD_MPI_DETERMINISTIC: the reduced gradient is the sum formed in rank
  * order 0, 1, ..., P-1 (in the parameter's dtype), bitwise: the same on
  * every rank, the same from one call to the next, and equal to that sum

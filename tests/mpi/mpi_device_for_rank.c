@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clmad_mpi_device_for_rank as a plain unit, on made-up device lists (it
  * needs neither MPI running nor OpenCL): local ranks cycle over the GPUs
  * when there are any, else over every device; a device request (spec, as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Misuse of the collective calls is detected on every rank, not a hang:
  * parameter lists that differ across ranks (count, a shape, a dtype), a
  * parameter without a gradient on one rank, bad roots (on every rank, on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers of the MPI tests (tests/mpi/): small C programs that ctest runs
  * through mpiexec with 2 (or 3) ranks. Every rank counts its failures; at
  * the end they are summed over the ranks, so that every rank exits non-zero

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * An outside program of the MPI component (built by tests/install_test.sh
  * against an installed clmad, through pkg-config clmad-mpi and through

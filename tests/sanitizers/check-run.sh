@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs one test program under a checker and fails when the checker reported
 # anything, in the program itself or in any of its Criterion workers.
 #

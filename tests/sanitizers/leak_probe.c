@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The checker's own test (make test-asan): a program that runs a kernel on
  * POCL, as every test does, then loses one malloc'ed block on purpose.
  * LeakSanitizer must report it through check-run.sh (ctest expects the

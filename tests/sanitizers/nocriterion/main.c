@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The runner of the Criterion stand-in (criterion/criterion.h beside it):
  * runs every registered test in this process, in registration order. */
 #include <criterion/criterion.h>

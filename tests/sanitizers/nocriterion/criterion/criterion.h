@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A stand-in for <criterion/criterion.h> used by `make test-tsan` only.
  *
  * Criterion cannot run under ThreadSanitizer: its runner (boxfort) maps its

@@ -622,6 +622,44 @@ clmad_status clmad_reshape(clmad_context *ctx, clmad_tensor *x, int ndim, const 
 /** Permutes the axes of x: out axis i is x axis perm[i]; perm NULL reverses them. */
 clmad_status clmad_transpose(clmad_context *ctx, clmad_tensor *x, const int *perm, clmad_tensor **out);
 
+/* ------------------------------------------------------------------------ */
+/* Along an axis, losses, batched matmul (each records its adjoint)          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * These take one axis (negative counts from the end) of a tensor of rank 1
+ * or more, and create their output (*out), owned by the caller; the tape
+ * keeps a reference to it while it needs it for backward. One work-item
+ * walks one row along the axis in a fixed order: results are bitwise
+ * reproducible on one device. Errors of all: CLMAD_ERR_INVALID_ARGUMENT
+ * (NULL, an axis out of range, a tensor of another context),
+ * CLMAD_ERR_STATE (ctx released), CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL,
+ * CLMAD_ERR_BUILD.
+ */
+
+/**
+ * The max of x along axis; keepdims keeps the axis with size 1. A NaN in a
+ * row makes its max NaN. The gradient goes to the first maximal element of
+ * each row (the first NaN where the max is NaN), none to the others.
+ * Errors also: CLMAD_ERR_SHAPE (an empty axis: no max).
+ */
+clmad_status clmad_max(clmad_context *ctx, clmad_tensor *x, int axis, int keepdims, clmad_tensor **out);
+
+/**
+ * log(sum(exp(x))) along axis, computed as m + log(sum(exp(x - m))) with m
+ * the row's max, so that large values do not overflow; -inf over an empty
+ * axis or a row of -inf. keepdims as clmad_max. Gradient: the softmax.
+ */
+clmad_status clmad_logsumexp(clmad_context *ctx, clmad_tensor *x, int axis, int keepdims,
+                             clmad_tensor **out);
+
+/** exp(x - logsumexp(x)) along axis: the softmax, of x's shape. */
+clmad_status clmad_softmax(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor **out);
+
+/** x - logsumexp(x) along axis: the log of the softmax, without its
+ * underflow to log(0) for very negative logits. */
+clmad_status clmad_log_softmax(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -129,3 +129,16 @@ __kernel void clmad_axis_softmax_grad(__global real *restrict g, __global const 
     }
 }
 
+/* dst (rows x classes) = the one-hot rows of the class indices idx[rows]
+ * (clmad_cross_entropy); a row whose index is not an integer in
+ * [0, classes) is NaN, so that the loss is NaN rather than silently wrong. */
+__kernel void clmad_one_hot(__global real *restrict dst, __global const real *restrict idx, ulong numel,
+                            ulong classes)
+{
+    ulong e = get_global_id(0);
+    if (e >= numel)
+        return;
+    const real c = idx[e / classes];
+    const int valid = c >= 0 && c < (real)classes && c == floor(c);
+    dst[e] = !valid ? (real)NAN : (ulong)c == e % classes ? (real)1 : (real)0;
+}

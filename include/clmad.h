@@ -660,6 +660,37 @@ clmad_status clmad_softmax(clmad_context *ctx, clmad_tensor *x, int axis, clmad_
  * underflow to log(0) for very negative logits. */
 clmad_status clmad_log_softmax(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor **out);
 
+/**
+ * The mean squared error mean((pred - target)^2) over every element, as a
+ * 0-d tensor (*out, owned by the caller): NaN for empty tensors (0/0, as
+ * clmad_mean). Gradients flow to both operands (2 (pred - target) / numel
+ * and its negative) when they require them. Built from recorded builtins
+ * (clmad_sub, clmad_dot, clmad_mul), whose temporaries the tape holds until
+ * backward. Errors: CLMAD_ERR_SHAPE (shapes differ: no broadcasting, which
+ * would hide a mistake), CLMAD_ERR_DTYPE, and those of the builtins.
+ */
+clmad_status clmad_mse_loss(clmad_context *ctx, clmad_tensor *pred, clmad_tensor *target,
+                            clmad_tensor **out);
+
+/**
+ * Softmax cross-entropy, as PyTorch's cross_entropy: logits (..., C) hold
+ * unnormalised scores of C classes along the last axis; the loss is the
+ * mean over the rows (every position of the leading axes) of
+ * -sum_c target_c log_softmax(logits)_c, a 0-d tensor (*out, owned by the
+ * caller). target is either
+ *   - of logits' shape: probabilities per class (one-hot or soft labels;
+ *     gradients flow to it as well when it requires them), or
+ *   - of logits' shape without the last axis: class indices stored as
+ *     values of the dtype (exact up to 2^24 in f32); no gradient flows to
+ *     them. An index that is not an integer in [0, C) makes the loss NaN.
+ * The gradient of the logits is (softmax - target) / rows. Built from
+ * recorded operations (clmad_log_softmax, clmad_dot, clmad_mul); NaN over
+ * zero rows. Errors: CLMAD_ERR_SHAPE (logits of rank 0 or with no classes,
+ * a target of another shape), CLMAD_ERR_DTYPE, and those of the operations.
+ */
+clmad_status clmad_cross_entropy(clmad_context *ctx, clmad_tensor *logits, clmad_tensor *target,
+                                 clmad_tensor **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -40,6 +40,7 @@ typedef enum clmad_ops_kernel_id {
     CLMAD_OPS_AXIS_MAX_GRAD,
     CLMAD_OPS_AXIS_LOGSUMEXP_GRAD,
     CLMAD_OPS_AXIS_SOFTMAX_GRAD,
+    CLMAD_OPS_ONE_HOT,
     CLMAD_OPS_COUNT
 } clmad_ops_kernel_id;
 

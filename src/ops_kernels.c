@@ -22,6 +22,7 @@ static const struct {
     [CLMAD_OPS_AXIS_MAX_GRAD] = {"clmad_axis_max_grad", "axis.cl"},
     [CLMAD_OPS_AXIS_LOGSUMEXP_GRAD] = {"clmad_axis_logsumexp_grad", "axis.cl"},
     [CLMAD_OPS_AXIS_SOFTMAX_GRAD] = {"clmad_axis_softmax_grad", "axis.cl"},
+    [CLMAD_OPS_ONE_HOT] = {"clmad_one_hot", "axis.cl"},
 };
 
 clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_kernel_id id,

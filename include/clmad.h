@@ -691,6 +691,21 @@ clmad_status clmad_mse_loss(clmad_context *ctx, clmad_tensor *pred, clmad_tensor
 clmad_status clmad_cross_entropy(clmad_context *ctx, clmad_tensor *logits, clmad_tensor *target,
                                  clmad_tensor **out);
 
+/**
+ * Batched matrix product: out[i] = op(a[i]) op(b[i]) for each of the
+ * `batch` matrices of 3-d tensors a and b (batch, rows, cols), op
+ * transposing a matrix when trans_a / trans_b is non-zero; *out is new
+ * (batch, m, n), owned by the caller. Backward gives, per matrix, the
+ * gradients of clmad_matmul. Runs one CLBlast GEMM per matrix (the kernels
+ * of clmad_matmul; no broadcasting of the batch: for a matrix shared by
+ * the whole batch, reshape the other operand to 2-d and use clmad_matmul).
+ * Errors: CLMAD_ERR_SHAPE (ranks other than 3, batches or inner sizes that
+ * differ), CLMAD_ERR_DTYPE, CLMAD_ERR_INVALID_ARGUMENT (NULL, another
+ * context), CLMAD_ERR_OPENCL (CLBlast's status is in the message).
+ */
+clmad_status clmad_bmm(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a, int trans_b,
+                       clmad_tensor **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -706,6 +706,108 @@ clmad_status clmad_cross_entropy(clmad_context *ctx, clmad_tensor *logits, clmad
 clmad_status clmad_bmm(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a, int trans_b,
                        clmad_tensor **out);
 
+/* ------------------------------------------------------------------------ */
+/* Training helpers: scalars                                                 */
+/* ------------------------------------------------------------------------ */
+
+/** A new 0-d tensor holding value (rounded to dtype), owned by the caller:
+ * a number as an operand of any builtin or broadcast. Errors as
+ * clmad_tensor_fill. */
+clmad_status clmad_tensor_scalar(clmad_context *ctx, clmad_dtype dtype, double value, clmad_tensor **out);
+
+/**
+ * x + value, x * value and x ^ value elementwise, value a number rounded to
+ * x's dtype: the same kernels and gradients as clmad_add, clmad_mul and
+ * clmad_pow with a 0-d tensor (x - c is clmad_add_scalar(x, -c)). *out is
+ * new, owned by the caller; recorded on the tape when x needs a gradient.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, x of another context), and
+ * those of clmad_broadcast.
+ */
+clmad_status clmad_add_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out);
+clmad_status clmad_mul_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out);
+clmad_status clmad_pow_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out);
+
+/**
+ * The value of a one-element tensor (0-d, or any shape of one element, such
+ * as a loss) as a double; waits for the work that computes it.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_SHAPE (not exactly
+ * one element), CLMAD_ERR_OPENCL.
+ */
+clmad_status clmad_tensor_item(clmad_tensor *t, double *value);
+
+/* ------------------------------------------------------------------------ */
+/* Training helpers: random initialisation                                   */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * New tensors of random values made on the device by the counter-based
+ * generator Philox4x32-10 (Salmon et al., SC'11): element e is a pure
+ * function of (seed, e, dtype), so a seed gives the same bits on every
+ * device, in every run, whatever the launch size, and a tensor's first k
+ * elements are those of any longer tensor of the same seed. Different
+ * seeds give independent streams (use seed, seed + 1, ... for the
+ * tensors of a model). f32 takes 24 random bits per value (four values per
+ * Philox block), f64 53 bits (two per block).
+ * clmad_tensor_rand_uniform: lo + (hi - lo) u, u uniform on [0, 1) in
+ * steps of 2^-24 (f32) or 2^-53 (f64); rounding may give hi itself.
+ * clmad_tensor_rand_normal: mean + std z, z standard normal by Box-Muller
+ * on pairs of those uniforms (the device's log, sqrt, cos and sin: the
+ * values agree across devices to their accuracy, not bit for bit).
+ * *out is new (shape as clmad_tensor_create), owned by the caller; it does
+ * not require a gradient until clmad_tensor_set_requires_grad.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, bounds or std not finite,
+ * hi < lo, std < 0), and those of clmad_tensor_create.
+ */
+clmad_status clmad_tensor_rand_uniform(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
+                                       double lo, double hi, uint64_t seed, clmad_tensor **out);
+clmad_status clmad_tensor_rand_normal(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
+                                      double mean, double std, uint64_t seed, clmad_tensor **out);
+
+/* ------------------------------------------------------------------------ */
+/* Training helpers: scopes                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A scope releases the intermediates of a training step in one call:
+ *
+ *     clmad_scope_begin(ctx);
+ *     ... forward (no release of intermediates), clmad_backward, step ...
+ *     clmad_scope_end(ctx);   // releases every tensor made since begin
+ *
+ * Every tensor that a call of ctx makes while a scope is open (the outputs
+ * of builtins, broadcasts and tensor creation calls) is entered in the
+ * innermost open scope, and clmad_scope_end releases one reference to each
+ * that is still alive: the caller's, the one the call handed out. So within
+ * a scope the caller releases nothing it made there, or, if it does, the
+ * scope leaves that tensor alone (entries are forgotten when a tensor is
+ * freed). What clmad keeps itself is never entered: the gradients that
+ * clmad_backward accumulates (read them with clmad_tensor_grad, a new
+ * reference that the caller releases as usual), stored partials, optimizer
+ * state. A tensor the tape still needs stays alive through the tape's own
+ * reference until the tape is cleared. Tensors made before begin (the
+ * parameters) are not affected, nor are references added by
+ * clmad_tensor_retain. Scopes nest; each end closes the innermost.
+ */
+
+/** Opens a scope on ctx. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL),
+ * CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_STATE (ctx was released). */
+clmad_status clmad_scope_begin(clmad_context *ctx);
+
+/** Closes the innermost open scope of ctx, releasing the caller's reference
+ * to every tensor made since its begin that is still alive and not kept.
+ * Call it before clmad_context_release (after, ctx must not be used; the
+ * tensors of scopes left open then stay the caller's).
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_STATE (no open scope). */
+clmad_status clmad_scope_end(clmad_context *ctx);
+
+/** Takes t out of its scope: the caller keeps its reference past
+ * clmad_scope_end and releases t itself (a no-op for a tensor in no scope).
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL). */
+clmad_status clmad_scope_keep(clmad_tensor *t);
+
+/** How many scopes are open on ctx (0 for NULL). */
+int clmad_scope_depth(const clmad_context *ctx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,7 @@
  */
 #include "kernel.h"
 #include "ops.h"
+#include "scope.h"
 #include "tape.h"
 
 #include <stdlib.h>
@@ -230,6 +231,8 @@ clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tens
     clmad_status st;
     if (store) {
         st = clmad__bcast_run_partials(k, plan, inputs, active, values, d->partials);
+        for (int i = 0; i < n_partials; i++)
+            clmad__scope_forget(d->partials[i]); /* the node keeps them, not the caller */
     } else {
         st = clmad__bcast_new_outputs(ctx, plan, dtype, k->n_outputs, values);
         if (st == CLMAD_OK && plan->numel > 0) {

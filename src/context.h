@@ -44,6 +44,16 @@ typedef enum clmad_ops_kernel_id {
     CLMAD_OPS_COUNT
 } clmad_ops_kernel_id;
 
+/* Kernels of cl/train.cl (random initialisation, in-place updates,
+ * optimizer steps), built once per context and dtype (train_kernels.c). */
+typedef enum clmad_train_kernel_id {
+    CLMAD_TRAIN_RAND,
+    CLMAD_TRAIN_AXPBY,
+    CLMAD_TRAIN_SGD,
+    CLMAD_TRAIN_ADAM,
+    CLMAD_TRAIN_COUNT
+} clmad_train_kernel_id;
+
 /* Builtin elementwise operations: broadcast kernels created on first use. */
 typedef enum clmad_builtin_id {
     CLMAD_BUILTIN_ADD, CLMAD_BUILTIN_SUB, CLMAD_BUILTIN_MUL, CLMAD_BUILTIN_DIV,
@@ -87,6 +97,18 @@ struct clmad_context {
     clmad_tape tape;
     cl_kernel ops[2][CLMAD_OPS_COUNT];        /* [dtype][id] */
     struct clmad_kernel *builtins[CLMAD_BUILTIN_COUNT];
+    cl_kernel train[2][CLMAD_TRAIN_COUNT];    /* [dtype][id], train_kernels.c */
+    /* Scopes (scope.c): every tensor made while one is open, by position;
+     * an entry is NULL once the tensor is freed or kept. marks[i] is where
+     * open scope i began. paused > 0 while clmad makes tensors it keeps
+     * itself (gradients in backward, stored partials, optimizer state). */
+    struct {
+        struct clmad_tensor **list;
+        size_t count, cap;
+        size_t *marks;
+        size_t depth, marks_cap;
+        int paused;
+    } scope;
     struct clmad_staging *staging;  /* clmad_context_staging's area, or NULL */
     /* The user's reference (until clmad_context_release) plus one per live
      * tensor and kernel, builtins included: the context is destroyed with
@@ -113,6 +135,10 @@ clmad_status clmad__check_open(const clmad_context *ctx, const char *call);
 /* The cl/ops.cl kernel `id` for dtype, built on first use; owned by ctx. */
 clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_kernel_id id,
                                cl_kernel *kernel);
+
+/* The cl/train.cl kernel `id` for dtype, built on first use; owned by ctx. */
+clmad_status clmad__train_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_train_kernel_id id,
+                                 cl_kernel *kernel);
 
 /* Sets arguments 0..n-1 of k (sizes[i] bytes at values[i]). */
 clmad_status clmad__set_kernel_args(clmad_context *ctx, cl_kernel k, int n, const size_t *sizes,

@@ -1,4 +1,5 @@
 #include "tape.h"
+#include "scope.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -350,7 +351,7 @@ static int same_shape(const clmad_tensor *a, const clmad_tensor *b)
     return 1;
 }
 
-clmad_status clmad_backward(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *seed)
+static clmad_status backward_pass(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *seed)
 {
     if (!ctx || !loss)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_backward: ctx and loss must not be NULL");
@@ -414,5 +415,17 @@ clmad_status clmad_backward(clmad_context *ctx, clmad_tensor *loss, clmad_tensor
     }
     if (!tape->retain || st != CLMAD_OK)
         clmad__tape_free_nodes(ctx);
+    return st;
+}
+
+clmad_status clmad_backward(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *seed)
+{
+    /* The gradients and adjoints backward makes are clmad's own, not the
+     * caller's: no scope may release them. */
+    if (ctx)
+        clmad__scope_pause(ctx);
+    clmad_status st = backward_pass(ctx, loss, seed);
+    if (ctx)
+        clmad__scope_resume(ctx);
     return st;
 }

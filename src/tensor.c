@@ -1,4 +1,5 @@
 #include "tensor.h"
+#include "scope.h"
 #include "strbuf.h"
 
 #include <stdarg.h>
@@ -105,6 +106,11 @@ static clmad_status tensor_alloc(clmad_context *ctx, clmad_dtype dtype, int ndim
         ctx->stats.live_tensor_bytes += t->capacity;
     }
     clmad__context_retain(ctx);
+    st = clmad__scope_track(t);
+    if (st != CLMAD_OK) {
+        clmad_tensor_release(t);
+        return st;
+    }
     *result = t;
     return CLMAD_OK;
 }
@@ -195,6 +201,7 @@ void clmad_tensor_release(clmad_tensor *t)
     if (!t || --t->refcount > 0)
         return;
     clmad_context *ctx = t->ctx;
+    clmad__scope_forget(t);
     clmad_tensor_release(t->grad);
     if (t->mem) {
         ctx->stats.live_tensor_bytes -= t->capacity;

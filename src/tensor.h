@@ -13,6 +13,7 @@ struct clmad_tensor {
     size_t numel;
     cl_mem mem;        /* NULL for an empty tensor (numel == 0) */
     size_t capacity;   /* bytes of mem, as the pool made it */
+    size_t scope_slot; /* 1 + its index in ctx->scope.list, or 0: not in a scope */
     /* Reverse mode (see tape.h). */
     int requires_grad;         /* leaf: set by the user; outputs of recorded ops: 1 */
     clmad_tensor *grad;        /* leaf gradient accumulated by backward, or NULL */

@@ -1,0 +1,84 @@
+/*
+ * Kernels of the training helpers: random initialisation (Philox4x32-10),
+ * in-place updates and the fused optimizer steps. `real` comes from the
+ * prelude, which also defines CLMAD_F64 for double. No contraction into
+ * fma: results must match the host formulas of the tests on every device.
+ */
+#pragma OPENCL FP_CONTRACT OFF
+
+/* ---- Philox4x32-10 (Salmon et al., SC'11; the constants of Random123) --- */
+
+#define PHILOX_M0 0xD2511F53u
+#define PHILOX_M1 0xCD9E8D57u
+#define PHILOX_W0 0x9E3779B9u
+#define PHILOX_W1 0xBB67AE85u
+
+static uint4 philox4x32_10(uint4 c, uint2 k)
+{
+    for (int r = 0; r < 10; r++) {
+        if (r > 0) {
+            k.x += PHILOX_W0;
+            k.y += PHILOX_W1;
+        }
+        const uint hi0 = mul_hi(PHILOX_M0, c.x), lo0 = PHILOX_M0 * c.x;
+        const uint hi1 = mul_hi(PHILOX_M1, c.z), lo1 = PHILOX_M1 * c.z;
+        c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
+    }
+    return c;
+}
+
+#ifdef CLMAD_F64
+#define CLMAD_RAND_PER 2 /* values per Philox block: 53 bits take two words */
+/* [0, 1) in steps of 2^-53, from the top 27 and 26 bits of two words. */
+static real clmad_unit(uint a, uint b)
+{
+    return ((real)(a >> 5) * 67108864.0 + (real)(b >> 6)) * 0x1.0p-53;
+}
+#define CLMAD_ULP_UNIT 0x1.0p-53
+#define CLMAD_TWO_PI 6.283185307179586476925286766559
+#else
+#define CLMAD_RAND_PER 4
+/* [0, 1) in steps of 2^-24, from the top 24 bits of a word. */
+static real clmad_unit(uint a, uint b)
+{
+    (void)b;
+    return (real)(a >> 8) * 0x1.0p-24f;
+}
+#define CLMAD_ULP_UNIT 0x1.0p-24f
+#define CLMAD_TWO_PI 6.283185307179586476925286766559f
+#endif
+
+/* Element e of the stream of key (k0, k1) is value e % PER of block
+ * e / PER, Philox of the counter (block, 0, 0) with the 64-bit block
+ * number in its first two words: a pure function of (seed, e), the same on
+ * every device and for every launch size. uniform: a + b u, u in [0, 1);
+ * normal: a + b z, z from Box-Muller on pairs of uniforms (the first moved
+ * to (0, 1] so that its logarithm is finite). */
+__kernel void clmad_rand(__global real *dst, ulong n, uint k0, uint k1, real a, real b, int normal)
+{
+    const ulong block = get_global_id(0);
+    const ulong first = block * CLMAD_RAND_PER;
+    if (first >= n)
+        return;
+    const uint4 w = philox4x32_10((uint4)((uint)block, (uint)(block >> 32), 0u, 0u), (uint2)(k0, k1));
+    real v[4];
+#ifdef CLMAD_F64
+    v[0] = clmad_unit(w.x, w.y);
+    v[1] = clmad_unit(w.z, w.w);
+#else
+    v[0] = clmad_unit(w.x, 0u);
+    v[1] = clmad_unit(w.y, 0u);
+    v[2] = clmad_unit(w.z, 0u);
+    v[3] = clmad_unit(w.w, 0u);
+#endif
+    if (normal) {
+        for (int i = 0; i < CLMAD_RAND_PER; i += 2) {
+            const real r = sqrt((real)-2 * log(v[i] + CLMAD_ULP_UNIT));
+            const real t = CLMAD_TWO_PI * v[i + 1];
+            v[i] = r * cos(t);
+            v[i + 1] = r * sin(t);
+        }
+    }
+    for (int i = 0; i < CLMAD_RAND_PER && first + i < n; i++)
+        dst[first + i] = a + b * v[i];
+}

@@ -1,0 +1,139 @@
+/* Scopes: a training step without releases leaks nothing, gradients and
+ * what the tape needs survive, kept and released tensors are left alone. */
+#include "support.h"
+
+#include <math.h>
+
+static uint64_t live(clmad_context *ctx)
+{
+    return test_stats(ctx).live_tensor_bytes;
+}
+
+/* loss = sum(tanh(x * w + 1)^2) on ctx, intermediates never released. */
+static clmad_tensor *step_loss(clmad_context *ctx, clmad_tensor *x, clmad_tensor *w)
+{
+    clmad_tensor *xw, *z, *h, *h2, *loss;
+    CHECK_OK(ctx, clmad_mul(ctx, x, w, &xw));
+    CHECK_OK(ctx, clmad_add_scalar(ctx, xw, 1.0, &z));
+    CHECK_OK(ctx, clmad_tanh(ctx, z, &h));
+    CHECK_OK(ctx, clmad_pow_scalar(ctx, h, 2.0, &h2));
+    CHECK_OK(ctx, clmad_sum(ctx, h2, 0, NULL, 0, &loss));
+    return loss;
+}
+
+Test(train_scope, training_loop_leaks_nothing_and_keeps_gradients)
+{
+    clmad_context *ctx = test_context();
+    const double xv[3] = {0.5, -1.0, 2.0}, wv[3] = {0.3, 0.2, -0.1};
+    size_t n = 3;
+    clmad_tensor *x, *w;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, &n, xv, &x));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, &n, wv, &w));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(w, 1));
+    uint64_t before = 0;
+    for (int it = 0; it < 5; it++) {
+        CHECK_OK(ctx, clmad_scope_begin(ctx));
+        cr_assert_eq(clmad_scope_depth(ctx), 1);
+        clmad_tensor_zero_grad(w);
+        clmad_tensor *loss = step_loss(ctx, x, w);
+        CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+        CHECK_OK(ctx, clmad_scope_end(ctx));
+        cr_assert_eq(clmad_scope_depth(ctx), 0);
+        uint64_t now = live(ctx);
+        if (it == 0)
+            before = now;
+        cr_assert_eq(now, before, "step %d: %llu live bytes, %llu after the first step", it,
+                     (unsigned long long)now, (unsigned long long)before);
+    }
+    /* x and w, and w's gradient, outlive the scopes. */
+    clmad_tensor *g;
+    CHECK_OK(ctx, clmad_tensor_grad(w, &g));
+    cr_assert_not_null(g);
+    double gv[3];
+    CHECK_OK(ctx, clmad_tensor_read(g, gv, sizeof gv));
+    for (int i = 0; i < 3; i++) {
+        double h = tanh(xv[i] * wv[i] + 1.0);
+        cr_assert_float_eq(gv[i], 2 * h * (1 - h * h) * xv[i], 1e-12);
+    }
+    clmad_tensor_release(g);
+    clmad_tensor_release(x);
+    clmad_tensor_release(w);
+    cr_assert_eq(live(ctx), 0);
+    clmad_context_release(ctx);
+}
+
+Test(train_scope, kept_retained_and_released_tensors)
+{
+    clmad_context *ctx = test_context();
+    size_t n = 4;
+    uint64_t base = live(ctx);
+    CHECK_OK(ctx, clmad_scope_begin(ctx));
+    clmad_tensor *a, *b, *c, *d;
+    CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, &n, 1.0, &a));
+    uint64_t one = live(ctx) - base; /* device bytes of one such tensor */
+    CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, &n, 2.0, &b));
+    CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, &n, 3.0, &c));
+    CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, &n, 4.0, &d));
+    clmad_tensor_release(b);              /* released by hand: the scope leaves it alone */
+    CHECK_OK(ctx, clmad_scope_keep(c));   /* the caller's now */
+    clmad_tensor_retain(d);               /* one more reference: d survives the end */
+    uint64_t outer = live(ctx);
+    CHECK_OK(ctx, clmad_scope_begin(ctx)); /* nested: e goes with the inner scope */
+    clmad_tensor *e;
+    CHECK_OK(ctx, clmad_add(ctx, c, d, &e));
+    cr_assert_eq(clmad_scope_depth(ctx), 2);
+    CHECK_OK(ctx, clmad_scope_end(ctx));
+    cr_assert_eq(live(ctx), outer, "e released by the inner end; a, c and d alive");
+    cr_assert_eq(outer, base + 3 * one);
+    CHECK_OK(ctx, clmad_scope_end(ctx));
+    cr_assert_eq(live(ctx), base + 2 * one, "a released; c (kept) and d (retained) alive");
+    float cv[4], dv[4];
+    CHECK_OK(ctx, clmad_tensor_read(c, cv, sizeof cv));
+    CHECK_OK(ctx, clmad_tensor_read(d, dv, sizeof dv));
+    cr_assert_eq(cv[3], 3.0f);
+    cr_assert_eq(dv[0], 4.0f);
+    clmad_tensor_release(c);
+    clmad_tensor_release(d);
+    cr_assert_eq(live(ctx), base);
+    cr_assert_eq(clmad_scope_end(ctx), CLMAD_ERR_STATE);
+    cr_assert(test_contains(clmad_last_error(ctx), "no scope is open"));
+    cr_assert_eq(clmad_scope_begin(NULL), CLMAD_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(clmad_scope_keep(NULL), CLMAD_ERR_INVALID_ARGUMENT);
+    clmad_context_release(ctx);
+}
+
+/* With STORE and a retained tape, the partials made inside the scope are
+ * the node's, so backward after the end still has them. */
+Test(train_scope, stored_partials_outlive_the_scope)
+{
+    clmad_context *ctx = test_context();
+    CHECK_OK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_STORE));
+    CHECK_OK(ctx, clmad_set_retain_tape(ctx, 1));
+    const double xv[3] = {0.1, 0.2, 0.3};
+    size_t n = 3;
+    clmad_tensor *x, *loss;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, &n, xv, &x));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(x, 1));
+    CHECK_OK(ctx, clmad_scope_begin(ctx));
+    clmad_tensor *s, *t;
+    CHECK_OK(ctx, clmad_sigmoid(ctx, x, &s));
+    CHECK_OK(ctx, clmad_exp(ctx, s, &t));
+    CHECK_OK(ctx, clmad_sum(ctx, t, 0, NULL, 0, &loss));
+    CHECK_OK(ctx, clmad_scope_keep(loss));
+    CHECK_OK(ctx, clmad_scope_end(ctx));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    clmad_tensor *g;
+    CHECK_OK(ctx, clmad_tensor_grad(x, &g));
+    double gv[3];
+    CHECK_OK(ctx, clmad_tensor_read(g, gv, sizeof gv));
+    for (int i = 0; i < 3; i++) {
+        double sg = 1 / (1 + exp(-xv[i]));
+        cr_assert_float_eq(gv[i], exp(sg) * sg * (1 - sg), 1e-12);
+    }
+    clmad_tensor_release(g);
+    clmad_tensor_release(loss);
+    clmad_tape_clear(ctx);
+    clmad_tensor_release(x);
+    cr_assert_eq(live(ctx), 0);
+    clmad_context_release(ctx);
+}

@@ -6,9 +6,21 @@
  * probabilities. dot forms no full-size product; the temporaries are
  * released here and kept by the tape as long as backward needs them. */
 #include "ops.h"
+#include "scope.h"
 #include "tape.h"
 
 #include <stdio.h>
+
+/* Releases a temporary made here. It leaves the caller's scope first: the
+ * tape may hold it still, and the scope's end must not release that
+ * reference (the caller never had one). */
+static void drop(clmad_tensor *t)
+{
+    if (t) {
+        clmad__scope_forget(t);
+        clmad_tensor_release(t);
+    }
+}
 
 /* *out = s * factor, factor a 0-d constant of s's dtype. */
 static clmad_status scaled(clmad_context *ctx, clmad_tensor *s, double factor, clmad_tensor **out)
@@ -17,7 +29,7 @@ static clmad_status scaled(clmad_context *ctx, clmad_tensor *s, double factor, c
     clmad_status st = clmad_tensor_fill(ctx, s->dtype, 0, NULL, factor, &c);
     if (st == CLMAD_OK)
         st = clmad_mul(ctx, s, c, out);
-    clmad_tensor_release(c);
+    drop(c);
     return st;
 }
 
@@ -78,8 +90,8 @@ clmad_status clmad_mse_loss(clmad_context *ctx, clmad_tensor *pred, clmad_tensor
     /* Over no elements the mean is 0/0, NaN, as clmad_mean's. */
     if (st == CLMAD_OK)
         st = scaled(ctx, s, 1.0 / (double)pred->numel, out);
-    clmad_tensor_release(d);
-    clmad_tensor_release(s);
+    drop(d);
+    drop(s);
     return st;
 }
 
@@ -143,8 +155,11 @@ clmad_status clmad_cross_entropy(clmad_context *ctx, clmad_tensor *logits, clmad
         st = clmad_dot(ctx, t, lsm, &s);
     if (st == CLMAD_OK)
         st = scaled(ctx, s, -1.0 / (double)rows, out);
-    clmad_tensor_release(t);
-    clmad_tensor_release(lsm);
-    clmad_tensor_release(s);
+    if (probabilities)
+        clmad_tensor_release(t); /* the caller's target, retained above */
+    else
+        drop(t);
+    drop(lsm);
+    drop(s);
     return st;
 }

@@ -163,3 +163,48 @@ Test(losses, errors)
         clmad_tensor_release(all[i]);
     clmad_context_release(ctx);
 }
+
+/* Inside a scope (clmad_scope_begin/end), a loss's temporaries, which the
+ * tape holds, are not the caller's: closing the scope before backward
+ * must leave them to the tape, and backward then gives the gradients of
+ * the same loss outside a scope; every byte comes back after. */
+Test(losses, losses_in_a_scope_leave_the_tape_its_temporaries)
+{
+    clmad_context *ctx = test_context();
+    unsigned seed = 3;
+    size_t shape[2] = {4, 3}, rows = 4;
+    const double idx[4] = {0, 2, 1, 1};
+    clmad_tensor *x = gc_random(ctx, 2, shape, -1, 1, &seed), *p = gc_random(ctx, 2, shape, 0, 1, &seed), *y;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, &rows, idx, &y));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(x, 1));
+    uint64_t before = test_stats(ctx).live_tensor_bytes;
+    double want[12], got[12];
+    for (int run = 0; run < 2; run++) {
+        if (run == 1)
+            CHECK_OK(ctx, clmad_scope_begin(ctx));
+        clmad_tensor *ce, *mse, *sum, *g;
+        CHECK_OK(ctx, clmad_cross_entropy(ctx, x, y, &ce));
+        CHECK_OK(ctx, clmad_mse_loss(ctx, x, p, &mse));
+        CHECK_OK(ctx, clmad_add(ctx, ce, mse, &sum));
+        if (run == 1) {
+            CHECK_OK(ctx, clmad_scope_keep(sum));
+            CHECK_OK(ctx, clmad_scope_end(ctx)); /* releases ce and mse, not what the tape holds */
+        } else {
+            clmad_tensor_release(ce);
+            clmad_tensor_release(mse);
+        }
+        CHECK_OK(ctx, clmad_backward(ctx, sum, NULL));
+        clmad_tensor_release(sum);
+        CHECK_OK(ctx, clmad_tensor_grad(x, &g));
+        CHECK_OK(ctx, clmad_tensor_read(g, run ? got : want, sizeof got));
+        clmad_tensor_release(g);
+        clmad_tensor_zero_grad(x);
+    }
+    for (int i = 0; i < 12; i++)
+        cr_expect_eq(got[i], want[i], "grad[%d]: in a scope %.17g, outside %.17g", i, got[i], want[i]);
+    cr_expect_eq(test_stats(ctx).live_tensor_bytes, before, "tensors left alive or freed twice");
+    clmad_tensor_release(x);
+    clmad_tensor_release(p);
+    clmad_tensor_release(y);
+    clmad_context_release(ctx);
+}

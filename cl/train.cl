@@ -82,3 +82,60 @@ __kernel void clmad_rand(__global real *dst, ulong n, uint k0, uint k1, real a, 
     for (int i = 0; i < CLMAD_RAND_PER && first + i < n; i++)
         dst[first + i] = a + b * v[i];
 }
+
+/* ---- In-place updates and optimizer steps -------------------------------- */
+
+/* y = alpha x + beta y (x NULL: has_x 0, alpha x left out); beta 0 does not
+ * read y (the BLAS rule, so NaN in an unset y does not survive). */
+__kernel void clmad_axpby(__global real *y, __global const real *x, ulong n, real alpha, real beta,
+                          int has_x)
+{
+    const ulong e = get_global_id(0);
+    if (e >= n)
+        return;
+    const real by = beta == (real)0 ? (real)0 : beta * y[e];
+    y[e] = has_x ? alpha * x[e] + by : by;
+}
+
+/* SGD (PyTorch's torch.optim.SGD, dampening 0): d = g + wd p; with momentum
+ * mu (has_v): v = mu v + d, d = nesterov ? d + mu v : v; p = p - lr d.
+ * v starts at zero, so the first step stores d itself. */
+__kernel void clmad_sgd(__global real *p, __global const real *g, __global real *v, ulong n, real lr,
+                        real mu, real wd, int has_v, int nesterov)
+{
+    const ulong e = get_global_id(0);
+    if (e >= n)
+        return;
+    const real pe = p[e];
+    real d = g[e] + wd * pe;
+    if (has_v) {
+        const real ve = mu * v[e] + d;
+        v[e] = ve;
+        d = nesterov ? d + mu * ve : ve;
+    }
+    p[e] = pe - lr * d;
+}
+
+/* Adam (decoupled 0: L2, wd p added to the gradient) and AdamW (decoupled
+ * 1: p scaled by decay = 1 - lr wd first), at step t:
+ * m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g g;
+ * p = p - step_size m / (sqrt(v) / sqrt_bc2 + eps), with step_size =
+ * lr / (1 - b1^t) and sqrt_bc2 = sqrt(1 - b2^t) formed on the host. */
+__kernel void clmad_adam(__global real *p, __global const real *g, __global real *m, __global real *v,
+                         ulong n, real step_size, real b1, real c1, real b2, real c2, real sqrt_bc2,
+                         real eps, real wd, real decay, int decoupled)
+{
+    const ulong e = get_global_id(0);
+    if (e >= n)
+        return;
+    real pe = p[e], ge = g[e];
+    if (decoupled)
+        pe = pe * decay;
+    else
+        ge = ge + wd * pe;
+    const real me = b1 * m[e] + c1 * ge;
+    const real ve = b2 * v[e] + c2 * (ge * ge);
+    m[e] = me;
+    v[e] = ve;
+    p[e] = pe - step_size * (me / (sqrt(ve) / sqrt_bc2 + eps));
+}

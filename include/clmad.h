@@ -808,6 +808,105 @@ clmad_status clmad_scope_keep(clmad_tensor *t);
 /** How many scopes are open on ctx (0 for NULL). */
 int clmad_scope_depth(const clmad_context *ctx);
 
+/* ------------------------------------------------------------------------ */
+/* Training helpers: in-place updates and optimizers                         */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * These calls write into existing tensors and are never recorded. A tensor
+ * that the tape still holds (an input of a recorded operation, or the
+ * output of one) is refused with CLMAD_ERR_STATE: its values are needed by
+ * backward, which would silently compute wrong gradients. After
+ * clmad_backward the tape is cleared (unless retained), so updates go
+ * after it; clmad_tape_clear clears it by hand.
+ */
+
+/**
+ * y = alpha * x + beta * y, elementwise, in place. x may be NULL (y = beta
+ * * y) and may be y itself; beta 0 does not read y (so y = alpha x, or 0
+ * with x NULL, even over NaN). x must have y's shape, dtype and context.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (y NULL, x of another context),
+ * CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE, CLMAD_ERR_STATE (the tape holds y),
+ * CLMAD_ERR_OPENCL.
+ */
+clmad_status clmad_tensor_axpby(clmad_tensor *y, double alpha, clmad_tensor *x, double beta);
+
+typedef enum clmad_optimizer_kind {
+    CLMAD_OPTIM_SGD = 0,   /* torch.optim.SGD: momentum, nesterov, weight decay (L2) */
+    CLMAD_OPTIM_ADAM = 1,  /* torch.optim.Adam: weight decay added to the gradient (L2) */
+    CLMAD_OPTIM_ADAMW = 2  /* torch.optim.AdamW: decoupled weight decay */
+} clmad_optimizer_kind;
+
+/** Options of an optimizer. Initialise with clmad_optimizer_options_init. */
+typedef struct clmad_optimizer_options {
+    clmad_optimizer_kind kind;
+    double lr;            /* learning rate; default 1e-3 */
+    double momentum;      /* SGD: default 0 (no velocity kept) */
+    int nesterov;         /* SGD: Nesterov momentum (needs momentum > 0); default 0 */
+    double beta1, beta2;  /* Adam, AdamW: defaults 0.9, 0.999 */
+    double eps;           /* Adam, AdamW: default 1e-8 */
+    double weight_decay;  /* default 0; AdamW 1e-2 */
+} clmad_optimizer_options;
+
+/** Fills *opt with the defaults of kind (those of PyTorch's optimizers). */
+void clmad_optimizer_options_init(clmad_optimizer_options *opt, clmad_optimizer_kind kind);
+
+typedef struct clmad_optimizer clmad_optimizer;
+
+/**
+ * Creates an optimizer over params[0..n): it retains each parameter and
+ * owns its state (SGD with momentum: a velocity per parameter; Adam and
+ * AdamW: first and second moments), zero-filled tensors of each
+ * parameter's shape and dtype, outside any scope. The caller owns *out and
+ * releases it with clmad_optimizer_release; the parameters stay the
+ * caller's too. The formulas, per element of a parameter p with gradient g
+ * at step t (1, 2, ...), are PyTorch's:
+ *   SGD:   d = g + wd p; with momentum: v = mu v + d, d = nesterov ? d + mu v : v;
+ *          p = p - lr d
+ *   Adam:  g = g + wd p (AdamW instead: p = p (1 - lr wd));
+ *          m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+ *          p = p - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, n < 1, a parameter NULL, of
+ * another context or given twice, an option out of range: lr, momentum,
+ * eps or weight_decay negative or not finite, a beta outside [0, 1),
+ * nesterov without momentum), CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL.
+ */
+clmad_status clmad_optimizer_create(clmad_context *ctx, const clmad_optimizer_options *opt,
+                                    clmad_tensor *const *params, int n, clmad_optimizer **out);
+
+/** Shorthands for clmad_optimizer_create with the defaults and these options. */
+clmad_status clmad_optimizer_sgd(clmad_context *ctx, clmad_tensor *const *params, int n, double lr,
+                                 double momentum, clmad_optimizer **out);
+clmad_status clmad_optimizer_adam(clmad_context *ctx, clmad_tensor *const *params, int n, double lr,
+                                  clmad_optimizer **out);
+clmad_status clmad_optimizer_adamw(clmad_context *ctx, clmad_tensor *const *params, int n, double lr,
+                                   double weight_decay, clmad_optimizer **out);
+
+/**
+ * One step: every parameter with a gradient (clmad_backward's) is updated
+ * in place, with its state, by one fused kernel (one pass over p, g and
+ * the state); a parameter without a gradient is left as it is. Gradients
+ * are not cleared (clmad_optimizer_zero_grad). Every parameter is checked
+ * before any is written. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL),
+ * CLMAD_ERR_STATE (the tape still holds a parameter: the message names
+ * it; nothing is updated), CLMAD_ERR_BUILD, CLMAD_ERR_OPENCL (the step
+ * may then be partly applied).
+ */
+clmad_status clmad_optimizer_step(clmad_optimizer *o);
+
+/** Drops the accumulated gradient of every parameter (clmad_tensor_zero_grad). */
+void clmad_optimizer_zero_grad(clmad_optimizer *o);
+
+/** Sets the learning rate for the next steps (a schedule).
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, lr negative or not finite). */
+clmad_status clmad_optimizer_set_lr(clmad_optimizer *o, double lr);
+
+/** How many steps o has taken (0 for NULL). */
+uint64_t clmad_optimizer_steps(const clmad_optimizer *o);
+
+/** Releases the optimizer, its state and its references to the parameters. */
+void clmad_optimizer_release(clmad_optimizer *o);
+
 #ifdef __cplusplus
 }
 #endif

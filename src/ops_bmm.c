@@ -48,6 +48,7 @@ static clmad_status grad_gemm(clmad_context *ctx, clmad_node *node, int j, int t
     if (!slot)
         return CLMAD_OK;
     clmad_tensor *x = node->inputs[j];
+    /* A lazy adjoint is expanded first: GEMM adds into the slot's buffer. */
     clmad_status st = clmad__settle_adjoint_slot(ctx, node, j);
     if (st != CLMAD_OK)
         return st;

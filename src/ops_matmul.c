@@ -84,6 +84,11 @@ static clmad_status grad_gemm(clmad_context *ctx, clmad_node *node, int j, int t
     clmad_tensor **slot = clmad__adjoint_slot(ctx, node, j);
     if (!slot)
         return CLMAD_OK;
+    /* A lazy adjoint (one value, or another node's tensor, tape.h) is
+     * expanded first: GEMM adds into the slot's buffer. */
+    clmad_status settled = clmad__settle_adjoint_slot(ctx, node, j);
+    if (settled != CLMAD_OK)
+        return settled;
     if (*slot)
         return gemm(ctx, ta, tb, m, n, k, a, b, 1.0, *slot);
     clmad_tensor *x = node->inputs[j], *g;

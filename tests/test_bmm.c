@@ -100,3 +100,55 @@ Test(bmm, errors)
         clmad_tensor_release(all[i]);
     clmad_context_release(ctx);
 }
+
+/* z = tanh(w) feeds a product (clmad_matmul or clmad_bmm) and then
+ * clmad_dot(z, v), which hands its adjoint on lazily (v times the seed,
+ * v itself held). Backward meets the dot first: the product must add its
+ * gradient to a settled adjoint, not with beta = 1 into v. */
+typedef struct lazy_env {
+    int batched;
+    clmad_tensor *m, *v;
+} lazy_env;
+
+static clmad_status lazy_loss(clmad_context *ctx, clmad_tensor **p, void *user, clmad_tensor **loss)
+{
+    lazy_env *e = user;
+    clmad_tensor *z = NULL, *c = NULL, *s = NULL, *d = NULL;
+    clmad_status st = clmad_tanh(ctx, p[0], &z);
+    if (st == CLMAD_OK)
+        st = e->batched ? clmad_bmm(ctx, z, e->m, 0, 0, &c) : clmad_matmul(ctx, z, e->m, 0, 0, &c);
+    if (st == CLMAD_OK)
+        st = clmad_sum(ctx, c, 0, NULL, 0, &s);
+    if (st == CLMAD_OK)
+        st = clmad_dot(ctx, z, e->v, &d);
+    if (st == CLMAD_OK)
+        st = clmad_add(ctx, s, d, loss);
+    clmad_tensor *all[] = {z, c, s, d};
+    for (int i = 0; i < 4; i++)
+        clmad_tensor_release(all[i]);
+    return st;
+}
+
+Test(bmm, product_gradient_meets_a_lazy_adjoint)
+{
+    clmad_context *ctx = test_context();
+    for (int batched = 0; batched < 2; batched++) {
+        unsigned seed = 70 + (unsigned)batched;
+        size_t ws[3] = {1, 2, 3}, ms[3] = {1, 3, 2};
+        const size_t *wsh = batched ? ws : ws + 1, *msh = batched ? ms : ms + 1;
+        int nd = batched ? 3 : 2;
+        clmad_tensor *w = gc_random(ctx, nd, wsh, -1, 1, &seed);
+        lazy_env e = {batched, gc_random(ctx, nd, msh, -1, 1, &seed), gc_random(ctx, nd, wsh, -1, 1, &seed)};
+        double v0[6], v1[6];
+        CHECK_OK(ctx, clmad_tensor_read(e.v, v0, sizeof v0));
+        gc_check(ctx, lazy_loss, &e, 1, &w, 1e-6);
+        CHECK_OK(ctx, clmad_tensor_read(e.v, v1, sizeof v1));
+        for (int i = 0; i < 6; i++)
+            cr_expect_eq(v1[i], v0[i], "%s: backward wrote into dot's operand v[%d]: %g, was %g",
+                         batched ? "clmad_bmm" : "clmad_matmul", i, v1[i], v0[i]);
+        clmad_tensor_release(w);
+        clmad_tensor_release(e.m);
+        clmad_tensor_release(e.v);
+    }
+    clmad_context_release(ctx);
+}

@@ -697,6 +697,90 @@ CLMAD_API clmad_status clmad_reshape(clmad_context *ctx, clmad_tensor *x, int nd
 CLMAD_API clmad_status clmad_transpose(clmad_context *ctx, clmad_tensor *x, const int *perm, clmad_tensor **out);
 
 /* ------------------------------------------------------------------------ */
+/* Along an axis, losses, batched matmul (each records its adjoint)          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * These take one axis (negative counts from the end) of a tensor of rank 1
+ * or more, and create their output (*out), owned by the caller; the tape
+ * keeps a reference to it while it needs it for backward. One work-item
+ * walks one row along the axis in a fixed order: results are bitwise
+ * reproducible on one device. Errors of all: CLMAD_ERR_INVALID_ARGUMENT
+ * (NULL, an axis out of range, a tensor of another context),
+ * CLMAD_ERR_STATE (ctx released), CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL,
+ * CLMAD_ERR_BUILD.
+ */
+
+/**
+ * The max of x along axis; keepdims keeps the axis with size 1. A NaN in a
+ * row makes its max NaN. The gradient goes to the first maximal element of
+ * each row (the first NaN where the max is NaN), none to the others.
+ * Errors also: CLMAD_ERR_SHAPE (an empty axis: no max).
+ */
+CLMAD_API clmad_status clmad_max(clmad_context *ctx, clmad_tensor *x, int axis, int keepdims, clmad_tensor **out);
+
+/**
+ * log(sum(exp(x))) along axis, computed as m + log(sum(exp(x - m))) with m
+ * the row's max, so that large values do not overflow; -inf over an empty
+ * axis or a row of -inf. keepdims as clmad_max. Gradient: the softmax.
+ */
+CLMAD_API clmad_status clmad_logsumexp(clmad_context *ctx, clmad_tensor *x, int axis, int keepdims,
+                             clmad_tensor **out);
+
+/** exp(x - logsumexp(x)) along axis: the softmax, of x's shape. */
+CLMAD_API clmad_status clmad_softmax(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor **out);
+
+/** x - logsumexp(x) along axis: the log of the softmax, without its
+ * underflow to log(0) for very negative logits. */
+CLMAD_API clmad_status clmad_log_softmax(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor **out);
+
+/**
+ * The mean squared error mean((pred - target)^2) over every element, as a
+ * 0-d tensor (*out, owned by the caller): NaN for empty tensors (0/0, as
+ * clmad_mean). Gradients flow to both operands (2 (pred - target) / numel
+ * and its negative) when they require them. Built from recorded builtins
+ * (clmad_sub, clmad_dot, clmad_mul), whose temporaries the tape holds until
+ * backward. Errors: CLMAD_ERR_SHAPE (shapes differ: no broadcasting, which
+ * would hide a mistake), CLMAD_ERR_DTYPE, and those of the builtins.
+ */
+CLMAD_API clmad_status clmad_mse_loss(clmad_context *ctx, clmad_tensor *pred, clmad_tensor *target,
+                            clmad_tensor **out);
+
+/**
+ * Softmax cross-entropy, as PyTorch's cross_entropy: logits (..., C) hold
+ * unnormalised scores of C classes along the last axis; the loss is the
+ * mean over the rows (every position of the leading axes) of
+ * -sum_c target_c log_softmax(logits)_c, a 0-d tensor (*out, owned by the
+ * caller). target is either
+ *   - of logits' shape: probabilities per class (one-hot or soft labels;
+ *     gradients flow to it as well when it requires them), or
+ *   - of logits' shape without the last axis: class indices stored as
+ *     values of the dtype (exact up to 2^24 in f32); no gradient flows to
+ *     them. An index that is not an integer in [0, C) makes the loss NaN.
+ * The gradient of the logits is (softmax - target) / rows. Built from
+ * recorded operations (clmad_log_softmax, clmad_dot, clmad_mul); NaN over
+ * zero rows. Errors: CLMAD_ERR_SHAPE (logits of rank 0 or with no classes,
+ * a target of another shape), CLMAD_ERR_DTYPE, and those of the operations.
+ */
+CLMAD_API clmad_status clmad_cross_entropy(clmad_context *ctx, clmad_tensor *logits, clmad_tensor *target,
+                                 clmad_tensor **out);
+
+/**
+ * Batched matrix product: out[i] = op(a[i]) op(b[i]) for each of the
+ * `batch` matrices of 3-d tensors a and b (batch, rows, cols), op
+ * transposing a matrix when trans_a / trans_b is non-zero; *out is new
+ * (batch, m, n), owned by the caller. Backward gives, per matrix, the
+ * gradients of clmad_matmul. Runs one CLBlast GEMM per matrix (the kernels
+ * of clmad_matmul; no broadcasting of the batch: for a matrix shared by
+ * the whole batch, reshape the other operand to 2-d and use clmad_matmul).
+ * Errors: CLMAD_ERR_SHAPE (ranks other than 3, batches or inner sizes that
+ * differ), CLMAD_ERR_DTYPE, CLMAD_ERR_INVALID_ARGUMENT (NULL, another
+ * context), CLMAD_ERR_OPENCL (CLBlast's status is in the message).
+ */
+CLMAD_API clmad_status clmad_bmm(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a, int trans_b,
+                       clmad_tensor **out);
+
+/* ------------------------------------------------------------------------ */
 /* Training helpers: scalars                                                 */
 /* ------------------------------------------------------------------------ */
 

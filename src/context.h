@@ -24,7 +24,8 @@ typedef struct clmad_tape {
     clmad_partials_policy policy;
 } clmad_tape;
 
-/* Internal kernels of cl/ops.cl, built once per context and dtype. */
+/* Internal kernels of cl/ops.cl and cl/axis.cl, built once per context and
+ * dtype (one program per file). */
 typedef enum clmad_ops_kernel_id {
     CLMAD_OPS_STRIDED_COPY,
     CLMAD_OPS_REDUCE_SUM,
@@ -34,6 +35,13 @@ typedef enum clmad_ops_kernel_id {
     CLMAD_OPS_DOT_PARTS,
     CLMAD_OPS_SUM_RANGES,
     CLMAD_OPS_DOT_RANGES,
+    /* cl/axis.cl (src/ops_axis.c, src/ops_losses.c) */
+    CLMAD_OPS_AXIS_REDUCE,
+    CLMAD_OPS_AXIS_SOFTMAX,
+    CLMAD_OPS_AXIS_MAX_GRAD,
+    CLMAD_OPS_AXIS_LOGSUMEXP_GRAD,
+    CLMAD_OPS_AXIS_SOFTMAX_GRAD,
+    CLMAD_OPS_ONE_HOT,
     CLMAD_OPS_COUNT
 } clmad_ops_kernel_id;
 

@@ -41,6 +41,14 @@ size_t clmad__range_parts(size_t n);
 clmad_status clmad__range_pass(clmad_context *ctx, clmad_ops_kernel_id id, cl_mem dst, cl_mem a, cl_mem b,
                                clmad_dtype dtype, size_t n, size_t parts);
 
+/* C = op(A) op(B) + beta C through CLBlast, row-major, each matrix at an
+ * element offset in its buffer with its leading dimension; m, n, k > 0.
+ * The first CLBlast call of the process is serialised (ops_matmul.c says
+ * why). */
+clmad_status clmad__gemm_at(clmad_context *ctx, clmad_dtype dtype, int ta, int tb, size_t m, size_t n,
+                            size_t k, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb,
+                            double beta, cl_mem c, size_t c_off, size_t ldc);
+
 /* Row-major contiguous strides of a shape. */
 void clmad__contiguous_strides(int ndim, const size_t *shape, size_t *strides);
 

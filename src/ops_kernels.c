@@ -3,17 +3,27 @@
 #include "embedded.h"
 #include "strbuf.h"
 
+#include <stdio.h>
 #include <string.h>
 
-static const char *const OPS_NAMES[CLMAD_OPS_COUNT] = {
-    [CLMAD_OPS_STRIDED_COPY] = "clmad_strided_copy",
-    [CLMAD_OPS_REDUCE_SUM] = "clmad_reduce_sum",
-    [CLMAD_OPS_ACCUMULATE] = "clmad_accumulate",
-    [CLMAD_OPS_FILL] = "clmad_fill",
-    [CLMAD_OPS_EXPAND_SCALED] = "clmad_expand_scaled",
-    [CLMAD_OPS_DOT_PARTS] = "clmad_dot_parts",
-    [CLMAD_OPS_SUM_RANGES] = "clmad_sum_ranges",
-    [CLMAD_OPS_DOT_RANGES] = "clmad_dot_ranges",
+/* Each kernel and the file under cl/ that holds it. */
+static const struct {
+    const char *name, *file;
+} OPS[CLMAD_OPS_COUNT] = {
+    [CLMAD_OPS_STRIDED_COPY] = {"clmad_strided_copy", "ops.cl"},
+    [CLMAD_OPS_REDUCE_SUM] = {"clmad_reduce_sum", "ops.cl"},
+    [CLMAD_OPS_ACCUMULATE] = {"clmad_accumulate", "ops.cl"},
+    [CLMAD_OPS_FILL] = {"clmad_fill", "ops.cl"},
+    [CLMAD_OPS_EXPAND_SCALED] = {"clmad_expand_scaled", "ops.cl"},
+    [CLMAD_OPS_DOT_PARTS] = {"clmad_dot_parts", "ops.cl"},
+    [CLMAD_OPS_SUM_RANGES] = {"clmad_sum_ranges", "ops.cl"},
+    [CLMAD_OPS_DOT_RANGES] = {"clmad_dot_ranges", "ops.cl"},
+    [CLMAD_OPS_AXIS_REDUCE] = {"clmad_axis_reduce", "axis.cl"},
+    [CLMAD_OPS_AXIS_SOFTMAX] = {"clmad_axis_softmax", "axis.cl"},
+    [CLMAD_OPS_AXIS_MAX_GRAD] = {"clmad_axis_max_grad", "axis.cl"},
+    [CLMAD_OPS_AXIS_LOGSUMEXP_GRAD] = {"clmad_axis_logsumexp_grad", "axis.cl"},
+    [CLMAD_OPS_AXIS_SOFTMAX_GRAD] = {"clmad_axis_softmax_grad", "axis.cl"},
+    [CLMAD_OPS_ONE_HOT] = {"clmad_one_hot", "axis.cl"},
 };
 
 clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_kernel_id id,
@@ -30,11 +40,11 @@ clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_
                               "typedef double8 real8;\n");
     else
         clmad__sb_append(&sb, "typedef float real;\ntypedef float8 real8;\n");
-    clmad__sb_append(&sb, "#line 1 \"ops.cl\"\n");
-    clmad__sb_append(&sb, clmad__embedded_source("ops.cl"));
+    clmad__sb_printf(&sb, "#line 1 \"%s\"\n", OPS[id].file);
+    clmad__sb_append(&sb, clmad__embedded_source(OPS[id].file));
     if (sb.failed) {
         clmad__sb_free(&sb);
-        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory building ops.cl");
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory building %s", OPS[id].file);
     }
     cl_program program;
     clmad_status st = clmad__program_get(ctx, sb.data, "", &program, NULL);
@@ -42,10 +52,12 @@ clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_
     if (st != CLMAD_OK)
         return st;
     cl_int err;
-    *slot = clCreateKernel(program, OPS_NAMES[id], &err);
+    *slot = clCreateKernel(program, OPS[id].name, &err);
     if (err != CL_SUCCESS) {
         *slot = NULL;
-        return clmad__fail_cl(ctx, err, "clCreateKernel(ops.cl)");
+        char what[64];
+        snprintf(what, sizeof what, "clCreateKernel(%s)", OPS[id].name);
+        return clmad__fail_cl(ctx, err, what);
     }
     *kernel = *slot;
     return CLMAD_OK;

@@ -28,14 +28,50 @@ static pthread_mutex_t clblast_first_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int clblast_ready;
 
 static CLBlastStatusCode call_gemm(clmad_dtype dtype, CLBlastTranspose at, CLBlastTranspose bt, size_t m,
-                                   size_t n, size_t k, cl_mem a, size_t lda, cl_mem b, size_t ldb,
-                                   double beta, cl_mem c, size_t ldc, cl_command_queue *queue)
+                                   size_t n, size_t k, cl_mem a, size_t a_off, size_t lda, cl_mem b,
+                                   size_t b_off, size_t ldb, double beta, cl_mem c, size_t c_off, size_t ldc,
+                                   cl_command_queue *queue)
 {
     if (dtype == CLMAD_F32)
-        return CLBlastSgemm(CLBlastLayoutRowMajor, at, bt, m, n, k, 1.0f, a, 0, lda, b, 0, ldb, (float)beta,
-                            c, 0, ldc, queue, NULL);
-    return CLBlastDgemm(CLBlastLayoutRowMajor, at, bt, m, n, k, 1.0, a, 0, lda, b, 0, ldb, beta, c, 0, ldc,
-                        queue, NULL);
+        return CLBlastSgemm(CLBlastLayoutRowMajor, at, bt, m, n, k, 1.0f, a, a_off, lda, b, b_off, ldb,
+                            (float)beta, c, c_off, ldc, queue, NULL);
+    return CLBlastDgemm(CLBlastLayoutRowMajor, at, bt, m, n, k, 1.0, a, a_off, lda, b, b_off, ldb, beta, c,
+                        c_off, ldc, queue, NULL);
+}
+
+clmad_status clmad__gemm_at(clmad_context *ctx, clmad_dtype dtype, int ta, int tb, size_t m, size_t n,
+                            size_t k, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb,
+                            double beta, cl_mem c, size_t c_off, size_t ldc)
+{
+    CLBlastTranspose at = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
+    CLBlastTranspose bt = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
+    CLBlastStatusCode s;
+    /* CLBlast compiles its kernels on the first GEMM of a precision in the
+     * process (its cache is in memory): tens of seconds on POCL, said when
+     * CLMAD_LOG=info. */
+    static atomic_int logged[2];
+    int first = clmad__log_info() && !atomic_exchange(&logged[dtype == CLMAD_F64], 1);
+    double start = 0;
+    if (first) {
+        clmad__log("first CLBlast %cgemm on \"%s\": CLBlast builds its kernels (tens of seconds on POCL the first time)",
+                   dtype == CLMAD_F32 ? 'S' : 'D', ctx->info.name);
+        start = clmad__seconds();
+    }
+    if (atomic_load_explicit(&clblast_ready, memory_order_acquire)) {
+        s = call_gemm(dtype, at, bt, m, n, k, a, a_off, lda, b, b_off, ldb, beta, c, c_off, ldc, &ctx->queue);
+    } else {
+        pthread_mutex_lock(&clblast_first_lock);
+        s = call_gemm(dtype, at, bt, m, n, k, a, a_off, lda, b, b_off, ldb, beta, c, c_off, ldc, &ctx->queue);
+        if (s == CLBlastSuccess)
+            atomic_store_explicit(&clblast_ready, 1, memory_order_release);
+        pthread_mutex_unlock(&clblast_first_lock);
+    }
+    if (first)
+        clmad__log("first CLBlast %cgemm done in %.2f s", dtype == CLMAD_F32 ? 'S' : 'D', clmad__seconds() - start);
+    if (s != CLBlastSuccess)
+        return clmad__fail(ctx, CLMAD_ERR_OPENCL, "CLBlast %cgemm failed with status %d on device \"%s\"",
+                           dtype == CLMAD_F32 ? 'S' : 'D', (int)s, ctx->info.name);
+    return CLMAD_OK;
 }
 
 /* C = alpha op(A) op(B) + beta C, row-major; A, B, C are 2-d tensors. */
@@ -44,10 +80,6 @@ static clmad_status gemm(clmad_context *ctx, int ta, int tb, size_t m, size_t n,
 {
     if (m == 0 || n == 0)
         return CLMAD_OK;
-    CLBlastTranspose at = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
-    CLBlastTranspose bt = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
-    size_t lda = a->shape[1], ldb = b->shape[1], ldc = c->shape[1];
-    CLBlastStatusCode s;
     if (k == 0) {
         /* An empty inner dimension: the product is zero. With beta = 0 the
          * output is overwritten with zeros (not scaled: a pooled buffer may
@@ -56,33 +88,8 @@ static clmad_status gemm(clmad_context *ctx, int ta, int tb, size_t m, size_t n,
             return CLMAD_OK;
         return clmad__fill(ctx, c->mem, c->dtype, c->numel, 0.0);
     }
-    /* CLBlast compiles its kernels on the first GEMM of a precision in the
-     * process (its cache is in memory): tens of seconds on POCL, said when
-     * CLMAD_LOG=info. */
-    static atomic_int logged[2];
-    int first = clmad__log_info() && !atomic_exchange(&logged[c->dtype == CLMAD_F64], 1);
-    double start = 0;
-    if (first) {
-        clmad__log("first CLBlast %cgemm on \"%s\": CLBlast builds its kernels (tens of seconds on POCL the first time)",
-                   c->dtype == CLMAD_F32 ? 'S' : 'D', ctx->info.name);
-        start = clmad__seconds();
-    }
-    if (atomic_load_explicit(&clblast_ready, memory_order_acquire)) {
-        s = call_gemm(c->dtype, at, bt, m, n, k, a->mem, lda, b->mem, ldb, beta, c->mem, ldc, &ctx->queue);
-    } else {
-        pthread_mutex_lock(&clblast_first_lock);
-        s = call_gemm(c->dtype, at, bt, m, n, k, a->mem, lda, b->mem, ldb, beta, c->mem, ldc, &ctx->queue);
-        if (s == CLBlastSuccess)
-            atomic_store_explicit(&clblast_ready, 1, memory_order_release);
-        pthread_mutex_unlock(&clblast_first_lock);
-    }
-    if (first)
-        clmad__log("first CLBlast %cgemm done in %.2f s", c->dtype == CLMAD_F32 ? 'S' : 'D',
-                   clmad__seconds() - start);
-    if (s != CLBlastSuccess)
-        return clmad__fail(ctx, CLMAD_ERR_OPENCL, "CLBlast %cgemm failed with status %d on device \"%s\"",
-                           c->dtype == CLMAD_F32 ? 'S' : 'D', (int)s, ctx->info.name);
-    return CLMAD_OK;
+    return clmad__gemm_at(ctx, c->dtype, ta, tb, m, n, k, a->mem, 0, a->shape[1], b->mem, 0, b->shape[1], beta,
+                          c->mem, 0, c->shape[1]);
 }
 
 /* Computes a gradient of shape (rows, cols) with gemm into input j's slot. */
@@ -92,6 +99,11 @@ static clmad_status grad_gemm(clmad_context *ctx, clmad_node *node, int j, int t
     clmad_tensor **slot = clmad__adjoint_slot(ctx, node, j);
     if (!slot)
         return CLMAD_OK;
+    /* A lazy adjoint (one value, or another node's tensor, tape.h) is
+     * expanded first: GEMM adds into the slot's buffer. */
+    clmad_status settled = clmad__settle_adjoint_slot(ctx, node, j);
+    if (settled != CLMAD_OK)
+        return settled;
     if (*slot)
         return gemm(ctx, ta, tb, m, n, k, a, b, 1.0, *slot);
     clmad_tensor *x = node->inputs[j], *g;

@@ -2,6 +2,7 @@
 /* Scalar operands (a learning rate, a constant) and clmad_tensor_item: a
  * number becomes a 0-d tensor that the builtin broadcasts read for every
  * element, so the gradients are those of clmad_add and clmad_mul. */
+#include "scope.h"
 #include "tensor.h"
 
 clmad_status clmad_tensor_scalar(clmad_context *ctx, clmad_dtype dtype, double value, clmad_tensor **out)
@@ -27,7 +28,11 @@ static clmad_status scalar_op(clmad_context *ctx, const char *call, clmad_tensor
     if (st != CLMAD_OK)
         return st;
     st = op(ctx, x, s, out);
-    clmad_tensor_release(s); /* the tape keeps its own reference when it records */
+    /* The tape keeps its own reference when it records; the constant
+     * leaves the caller's scope first, or the scope's end would release
+     * that reference before backward reads it. */
+    clmad__scope_forget(s);
+    clmad_tensor_release(s);
     return st;
 }
 

@@ -138,3 +138,35 @@ Test(train_scope, stored_partials_outlive_the_scope)
     cr_assert_eq(live(ctx), 0);
     clmad_context_release(ctx);
 }
+
+/* A scalar op's 0-d constant is held by the tape, not by the scope: a
+ * backward after the scope's end still reads it (it read freed memory
+ * before: valgrind "Invalid read" in bcast_backward). */
+Test(train_scope, scalar_constants_outlive_the_scope)
+{
+    clmad_context *ctx = test_context();
+    size_t shape[1] = {4};
+    const double xs[4] = {1, -2, 3, 0.5};
+    clmad_tensor *x = NULL, *y = NULL, *loss = NULL, *g = NULL;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, shape, xs, &x));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(x, 1));
+    CHECK_OK(ctx, clmad_scope_begin(ctx));
+    CHECK_OK(ctx, clmad_mul_scalar(ctx, x, 3.0, &y));
+    CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &loss));
+    CHECK_OK(ctx, clmad_scope_keep(loss));
+    CHECK_OK(ctx, clmad_scope_end(ctx));
+    /* Reuse the pool's freed buffers, so that a dangling constant would be overwritten. */
+    clmad_tensor *junk = NULL;
+    CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F64, 0, NULL, -7.0, &junk));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    CHECK_OK(ctx, clmad_tensor_grad(x, &g));
+    double d[4];
+    CHECK_OK(ctx, clmad_tensor_read(g, d, sizeof d));
+    for (int e = 0; e < 4; e++)
+        cr_expect_eq(d[e], 3.0);
+    clmad_tensor_release(junk);
+    clmad_tensor_release(g);
+    clmad_tensor_release(loss);
+    clmad_tensor_release(x);
+    clmad_context_release(ctx);
+}

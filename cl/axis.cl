@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Kernels of the operations along one axis (max, logsumexp, softmax,
+ * log_softmax) and of the softmax cross-entropy loss. `real` comes from the
+ * prelude (src/ops_kernels.c). A tensor is seen as outer x n x inner, the
+ * axis in the middle: element (o, k, i) is at (o * n + k) * inner + i, and
+ * the row (o, i) is its n elements along the axis, r = o * inner + i. One
+ * work-item walks one row in a fixed order (reproducible results); rows of
+ * a softmax over classes are short, and there are many of them.
+ */
+#pragma OPENCL FP_CONTRACT OFF
+
+#define ROW_BASE(r, n, inner) (((r) / (inner)) * (n) * (inner) + (r) % (inner))
+
+/* The max of a row; NaN when the row holds one (as PyTorch's max). */
+static real row_max(__global const real *x, ulong base, ulong n, ulong inner)
+{
+    real m = -INFINITY;
+    for (ulong k = 0; k < n; k++) {
+        const real v = x[base + k * inner];
+        if (v > m || isnan(v))
+            m = isnan(m) ? m : v;
+    }
+    return m;
+}
+
+/* The shift that keeps exp() finite: the max, or 0 when the max is
+ * infinite (a row of -inf has logsumexp -inf, not NaN). */
+static real row_shift(real m)
+{
+    return isinf(m) ? (real)0 : m;
+}
+
+/* sum_k exp(x_k - shift) of a row. */
+static real row_sumexp(__global const real *x, ulong base, ulong n, ulong inner, real shift)
+{
+    real acc = 0;
+    for (ulong k = 0; k < n; k++)
+        acc += exp(x[base + k * inner] - shift);
+    return acc;
+}
+
+/* dst[r] = max (mode 0) or logsumexp (mode 1) of row r. */
+__kernel void clmad_axis_reduce(__global real *restrict dst, __global const real *restrict x,
+                                ulong rows, ulong n, ulong inner, int mode)
+{
+    ulong r = get_global_id(0);
+    if (r >= rows)
+        return;
+    const ulong base = ROW_BASE(r, n, inner);
+    const real m = row_max(x, base, n, inner), s = row_shift(m);
+    dst[r] = mode == 0 ? m : s + log(row_sumexp(x, base, n, inner, s));
+}
+
+/* y = softmax (take_log 0) or log_softmax (take_log 1) of x along the axis,
+ * as exp(x - m) / sum and (x - m) - log(sum), m the row's max: x - m is
+ * exact for neighbouring values, where x - logsumexp would round (in f32,
+ * to 6e-5 at 1000) and exp() would carry that error. */
+__kernel void clmad_axis_softmax(__global real *restrict y, __global const real *restrict x,
+                                 ulong rows, ulong n, ulong inner, int take_log)
+{
+    ulong r = get_global_id(0);
+    if (r >= rows)
+        return;
+    const ulong base = ROW_BASE(r, n, inner);
+    const real s = row_shift(row_max(x, base, n, inner)), sum = row_sumexp(x, base, n, inner, s);
+    const real log_sum = log(sum);
+    for (ulong k = 0; k < n; k++) {
+        const ulong e = base + k * inner;
+        y[e] = take_log ? (x[e] - s) - log_sum : exp(x[e] - s) / sum;
+    }
+}
+
+/* Adjoint of max: the row's adjoint goes to its first maximal element
+ * (the first NaN when the max is NaN), zero to the others. */
+__kernel void clmad_axis_max_grad(__global real *restrict g, __global const real *restrict x,
+                                  __global const real *restrict y, __global const real *restrict adj,
+                                  ulong rows, ulong n, ulong inner)
+{
+    ulong r = get_global_id(0);
+    if (r >= rows)
+        return;
+    const ulong base = ROW_BASE(r, n, inner);
+    const real m = y[r], a = adj[r];
+    int found = 0;
+    for (ulong k = 0; k < n; k++) {
+        const ulong e = base + k * inner;
+        const int hit = !found && (x[e] == m || (isnan(m) && isnan(x[e])));
+        found |= hit;
+        g[e] = hit ? a : (real)0;
+    }
+}
+
+/* Adjoint of logsumexp: adj[r] times the softmax of the row, recomputed
+ * as in clmad_axis_softmax (exp(x - y) would carry y's rounding). */
+__kernel void clmad_axis_logsumexp_grad(__global real *restrict g, __global const real *restrict x,
+                                        __global const real *restrict adj, ulong rows, ulong n,
+                                        ulong inner)
+{
+    ulong r = get_global_id(0);
+    if (r >= rows)
+        return;
+    const ulong base = ROW_BASE(r, n, inner);
+    const real s = row_shift(row_max(x, base, n, inner)), sum = row_sumexp(x, base, n, inner, s);
+    const real a = adj[r];
+    for (ulong k = 0; k < n; k++) {
+        const ulong e = base + k * inner;
+        g[e] = a * (exp(x[e] - s) / sum);
+    }
+}
+
+/* Adjoint of softmax: g = y (adj - sum_k adj_k y_k); of log_softmax:
+ * g = adj - exp(y) sum_k adj_k. y is the forward's output. */
+__kernel void clmad_axis_softmax_grad(__global real *restrict g, __global const real *restrict y,
+                                      __global const real *restrict adj, ulong rows, ulong n,
+                                      ulong inner, int take_log)
+{
+    ulong r = get_global_id(0);
+    if (r >= rows)
+        return;
+    const ulong base = ROW_BASE(r, n, inner);
+    real s = 0;
+    for (ulong k = 0; k < n; k++) {
+        const ulong e = base + k * inner;
+        s += take_log ? adj[e] : adj[e] * y[e];
+    }
+    for (ulong k = 0; k < n; k++) {
+        const ulong e = base + k * inner;
+        g[e] = take_log ? adj[e] - exp(y[e]) * s : y[e] * (adj[e] - s);
+    }
+}
+
+/* dst (rows x classes) = the one-hot rows of the class indices idx[rows]
+ * (clmad_cross_entropy); a row whose index is not an integer in
+ * [0, classes) is NaN, so that the loss is NaN rather than silently wrong. */
+__kernel void clmad_one_hot(__global real *restrict dst, __global const real *restrict idx, ulong numel,
+                            ulong classes)
+{
+    ulong e = get_global_id(0);
+    if (e >= numel)
+        return;
+    const real c = idx[e / classes];
+    const int valid = c >= 0 && c < (real)classes && c == floor(c);
+    dst[e] = !valid ? (real)NAN : (ulong)c == e % classes ? (real)1 : (real)0;
+}

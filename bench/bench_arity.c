@@ -11,7 +11,7 @@
  * Writes <out>/<device>.arity.json and .csv; progress on stderr.
  */
 #include "bench_common.h"
-#include "kernel.h"
+#include "broadcast/kernel.h"
 
 #define MAX_N 16
 

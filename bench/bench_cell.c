@@ -16,8 +16,8 @@
  * Usage: bench_cell [dims] [repetitions] [results folder]
  */
 #include "bench_common.h"
-#include "embedded.h"
-#include "tensor.h"
+#include "base/embedded.h"
+#include "runtime/tensor.h"
 
 #include <math.h>
 

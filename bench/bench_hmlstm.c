@@ -18,9 +18,9 @@
  * bytes / (N * 4), N-element f32 arrays read or written); progress on stderr.
  */
 #include "bench_common.h"
-#include "embedded.h"
-#include "kernel.h"
-#include "tensor.h"
+#include "base/embedded.h"
+#include "broadcast/kernel.h"
+#include "runtime/tensor.h"
 
 #include <math.h>
 

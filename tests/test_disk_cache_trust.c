@@ -4,9 +4,9 @@
  * keys everything that changes the binary, and says when it cannot work. */
 #include "support.h"
 
-#include "context.h"
-#include "hash.h"
-#include "tensor.h"
+#include "runtime/context.h"
+#include "base/hash.h"
+#include "runtime/tensor.h"
 
 #include <dirent.h>
 #include <fcntl.h>

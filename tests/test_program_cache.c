@@ -3,9 +3,9 @@
  * and build errors that carry the compiler's message. */
 #include "support.h"
 
-#include "context.h"
-#include "embedded.h"
-#include "tensor.h"
+#include "runtime/context.h"
+#include "base/embedded.h"
+#include "runtime/tensor.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "broadcast/kernel.h"
+#include "lower/lower.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dup_string(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+static int is_identifier(const char *s)
+{
+    if (!s || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+        return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_')
+            return 0;
+    return 1;
+}
+
+clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_kernel *out)
+{
+    for (clmad_kernel_variant *kv = k->variants; kv; kv = kv->next)
+        if (clmad__variant_equal(&kv->variant, v)) {
+            *out = kv->kernel;
+            return CLMAD_OK;
+        }
+
+    clmad_context *ctx = k->ctx;
+    clmad_strbuf sb = {0};
+    const int first_line = clmad__generate_program(&sb, v, k->source, k->fn_name, ctx->inline_pragma);
+    if (sb.failed) {
+        clmad__sb_free(&sb);
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory generating a kernel");
+    }
+    cl_program program;
+    char *log = NULL;
+    clmad_status st = clmad__program_get(ctx, sb.data, "", &program, &log);
+    clmad__sb_free(&sb);
+    if (st == CLMAD_ERR_BUILD) {
+        char expected[160];
+        if (k->n_outputs == 1)
+            snprintf(expected, sizeof expected, "T %s(%d T inputs)", k->fn_name, k->n_inputs);
+        else
+            snprintf(expected, sizeof expected, "void %s(%d T inputs, then %d T * outputs)",
+                     k->fn_name, k->n_inputs, k->n_outputs);
+        int n_lines = 1;
+        for (const char *c = k->source; *c; c++)
+            n_lines += *c == '\n';
+        char *mapped = log ? clmad__map_build_log(log, first_line, n_lines) : NULL;
+        if (mapped) {
+            free(log);
+            log = mapped;
+        }
+        /* In a derivative variant, an error about T is an operator or a
+         * builtin applied to a dual number where the front end did not
+         * rewrite it: inside a function-like macro, or in a source it did
+         * not parse. */
+        const char *hint = v->K > 0 && log && clmad__log_blames_T(log)
+                               ? "\nhint: T is a dual number in derivative variants: write ad_mul(x, y), "
+                                 "ad_add(x, y), ... where the front end does not rewrite operators on T "
+                                 "(inside a function-like macro: make it a helper function over T; in a "
+                                 "source it did not parse), ad_sin(x) for builtins, and compare ad_val(x) "
+                                 "(see the template language in README)"
+                               : "";
+        st = clmad__fail(ctx, CLMAD_ERR_BUILD,
+                         "kernel \"%s\" does not compile on device \"%s\" (expected signature: %s; "
+                         "\"source:LINE:COL\" is a position in your source):\n%s%s%s%s",
+                         k->fn_name, ctx->info.name, expected, log ? log : "(no log)", hint,
+                         k->lower_note ? "\nthe plain-syntax front end compiled this source as written, "
+                                         "since it did not parse it:\n"
+                                       : "",
+                         k->lower_note ? k->lower_note : "");
+        free(log);
+        return st;
+    }
+    if (st != CLMAD_OK)
+        return st;
+
+    clmad_kernel_variant *kv = calloc(1, sizeof *kv);
+    if (!kv)
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory caching a kernel");
+    cl_int err;
+    kv->kernel = clCreateKernel(program, clmad__kernel_name(v->mode), &err);
+    if (err != CL_SUCCESS) {
+        free(kv);
+        return clmad__fail_cl(ctx, err, "clCreateKernel");
+    }
+    kv->variant = *v;
+    kv->next = k->variants;
+    k->variants = kv;
+    *out = kv->kernel;
+    return CLMAD_OK;
+}
+
+/* A variant of k over full-shape f32 inputs, none seeded. */
+static void create_variant(const clmad_kernel *k, clmad_mode mode, clmad_variant *v)
+{
+    memset(v, 0, sizeof *v);
+    v->mode = mode;
+    v->dtype = CLMAD_F32;
+    v->n_inputs = k->n_inputs;
+    v->n_outputs = k->n_outputs;
+    v->write_values = 1;
+    v->items = clmad__items_per_work_item(k->ctx);
+    for (int j = 0; j < k->n_inputs; j++) {
+        v->access[j] = CLMAD_ACCESS_FULL;
+        v->slot[j] = mode == CLMAD_MODE_PARTIALS || mode == CLMAD_MODE_VJP ? -1 : 0;
+    }
+}
+
+/* The dual variant compiled at creation: the one that the first derivative
+ * over full-shape f32 inputs that all require a gradient will run (the first
+ * chunk of STORE's forward kernel; of RECOMPUTE's backward kernel, for fresh
+ * gradients of every output; the policy as AUTO picks it for a small
+ * tensor), so that compiling it here usually saves compiling it there.
+ * Where that variant has more than 128 buffer arguments (the 1024 bytes of
+ * arguments OpenCL guarantees), the smallest dual variant instead: JVP
+ * without tangents (at most 2 * 16 + 64). */
+static void dual_variant(const clmad_kernel *k, clmad_variant *v)
+{
+    const clmad_context *ctx = k->ctx;
+    const int n_in = k->n_inputs, n_out = k->n_outputs;
+    const int K = clmad__chunk_size(n_in, clmad_chunk_cap(ctx));
+    int store = ctx->tape.policy == CLMAD_PARTIALS_STORE ||
+                (ctx->tape.policy == CLMAD_PARTIALS_AUTO && ctx->info.type != CLMAD_DEVICE_GPU);
+    int args = store ? n_out * (K + 1) + n_in : n_out + K + n_in;
+    if (args > 128) {
+        create_variant(k, CLMAD_MODE_JVP, v);
+        v->K = 1;
+        return;
+    }
+    create_variant(k, store ? CLMAD_MODE_PARTIALS : CLMAD_MODE_VJP, v);
+    v->K = K;
+    for (int s = 0; s < K; s++)
+        v->slot[s] = (signed char)s;
+    if (!store) {
+        v->write_values = 0;
+        v->adj_mask = (1u << n_out) - 1;
+    }
+}
+
+clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const char *fn_name,
+                                 int n_inputs, int n_outputs, clmad_kernel **out)
+{
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_kernel_create: ctx is NULL");
+    if (!source || !fn_name || !out)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                           "clmad_kernel_create: source, fn_name and k must not be NULL");
+    clmad_status usable = clmad__check_open(ctx, "clmad_kernel_create");
+    if (usable != CLMAD_OK)
+        return usable;
+    if (!is_identifier(fn_name))
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                           "clmad_kernel_create: \"%s\" is not a C identifier", fn_name);
+    if (n_inputs < 1 || n_inputs > CLMAD_MAX_INPUTS || n_outputs < 1 || n_outputs > CLMAD_MAX_OUTPUTS)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                           "clmad_kernel_create(%s): %d inputs and %d outputs; allowed 1..%d and 1..%d",
+                           fn_name, n_inputs, n_outputs, CLMAD_MAX_INPUTS, CLMAD_MAX_OUTPUTS);
+    char msg[1024], *note = NULL, *lowered = NULL;
+    clmad_status lowering = clmad__lower(source, &lowered, msg, sizeof msg, &note);
+    if (lowering != CLMAD_OK)
+        return clmad__fail(ctx, lowering, "kernel \"%s\": %s", fn_name, msg);
+    clmad_kernel *k = calloc(1, sizeof *k);
+    if (k) {
+        k->source = lowered;
+        k->lower_note = note;
+        k->fn_name = dup_string(fn_name);
+    }
+    if (!k || !k->fn_name) {
+        free(lowered);
+        free(note);
+        free(k);
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory creating a kernel");
+    }
+    k->ctx = ctx;
+    clmad__context_retain(ctx);
+    k->refcount = 1;
+    k->n_inputs = n_inputs;
+    k->n_outputs = n_outputs;
+
+    /* Compile now the f32 values variant over full-shape inputs, the one
+     * used most, and a dual variant: mistakes in the source, such as an
+     * operator on T that only dual numbers reject, surface here. */
+    clmad_variant v;
+    create_variant(k, CLMAD_MODE_PRIMAL, &v);
+    cl_kernel unused;
+    clmad_status st = clmad__kernel_variant(k, &v, &unused);
+    if (st == CLMAD_OK) {
+        dual_variant(k, &v);
+        st = clmad__kernel_variant(k, &v, &unused);
+    }
+    if (st != CLMAD_OK) {
+        clmad_kernel_release(k);
+        return st;
+    }
+    *out = k;
+    return CLMAD_OK;
+}
+
+void clmad_kernel_release(clmad_kernel *k)
+{
+    if (!k || --k->refcount > 0)
+        return;
+    clmad_kernel_variant *kv = k->variants;
+    while (kv) {
+        clmad_kernel_variant *next = kv->next;
+        clReleaseKernel(kv->kernel);
+        free(kv);
+        kv = next;
+    }
+    clmad_context *ctx = k->ctx;
+    free(k->source);
+    free(k->lower_note);
+    free(k->fn_name);
+    free(k);
+    clmad__context_unref(ctx); /* the last object of a released context takes it along */
+}

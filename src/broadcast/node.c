@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Broadcast nodes on the tape, with the partials policies of DESIGN.md 5:
+ * STORE keeps the partials of the forward dual kernel and, in backward,
+ * multiplies them by the output adjoints in one kernel per chunk; RECOMPUTE
+ * runs the primal forward and, in backward, one dual kernel per chunk fused
+ * with the multiply by the output adjoints and the accumulation. Both form each
+ * input adjoint with the same expression, sum_o adj_o * partial_o, so they
+ * agree bitwise; broadcast-expanded inputs are then reduced to their shape
+ * in a fixed order (ops_reduce.c).
+ */
+#include "broadcast/kernel.h"
+#include "ops/ops.h"
+#include "runtime/scope.h"
+#include "tape/tape.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Sized by the kernel's arity: every recorded operation has one, so it
+ * stays small (the broadcast plan is not kept: backward plans the inputs'
+ * shapes again, which cannot change). */
+typedef struct bcast_data {
+    clmad_kernel *k;            /* retained */
+    uint64_t active;            /* bit j: input j needs a gradient */
+    int n_partials;             /* STORE: n_outputs * n_inputs, else 0 */
+    clmad_tensor *partials[];   /* STORE: [o * n_in + j] */
+} bcast_data;
+
+_Static_assert(CLMAD_MAX_INPUTS <= 64, "bcast_data.active has a bit per input");
+
+static int is_active(const bcast_data *d, int j)
+{
+    return (int)((d->active >> j) & 1u);
+}
+
+static void bcast_free(clmad_node *node)
+{
+    bcast_data *d = node->data;
+    if (!d)
+        return;
+    clmad__release_all(d->partials, d->n_partials);
+    clmad_kernel_release(d->k);
+    free(d);
+    node->data = NULL;
+}
+
+/* Input j's gradient can be formed in place: it reads at the element index
+ * and no other active input is the same tensor (which would alias). */
+static int direct_target(const clmad_node *node, const bcast_data *d, const clmad_bcast_plan *plan,
+                         int j)
+{
+    if (plan->access[j] != CLMAD_ACCESS_FULL)
+        return 0;
+    for (int i = 0; i < node->n_inputs; i++)
+        if (i != j && is_active(d, i) && node->inputs[i] == node->inputs[j])
+            return 0;
+    return 1;
+}
+
+/* The tensor a kernel writes input j's gradient into: the adjoint slot
+ * itself (accumulate), a new tensor of the input's shape destined for the
+ * slot, or a temporary of the output shape to be reduced. */
+typedef struct grad_target {
+    int j;
+    clmad_tensor **slot;
+    clmad_tensor *tensor;
+    int accumulate;  /* tensor is *slot: add to it */
+    int fresh;       /* tensor goes into the empty *slot afterwards */
+} grad_target;
+
+static clmad_status target_open(clmad_context *ctx, clmad_node *node, bcast_data *d,
+                                const clmad_bcast_plan *plan, int j, grad_target *t)
+{
+    memset(t, 0, sizeof *t);
+    t->j = j;
+    t->slot = clmad__adjoint_slot(ctx, node, j);
+    clmad_tensor *x = node->inputs[j];
+    clmad_status st = clmad__settle_adjoint_slot(ctx, node, j);
+    if (st != CLMAD_OK)
+        return st;
+    if (direct_target(node, d, plan, j) && *t->slot) {
+        t->tensor = *t->slot;
+        t->accumulate = 1;
+        return CLMAD_OK;
+    }
+    if (direct_target(node, d, plan, j)) {
+        t->fresh = 1;
+        return clmad_tensor_create(ctx, node->dtype, x->ndim, x->shape, NULL, &t->tensor);
+    }
+    return clmad_tensor_create(ctx, node->dtype, plan->out_ndim, plan->out_shape, NULL, &t->tensor);
+}
+
+/* After the kernel: hand the gradient to its slot. */
+static clmad_status target_close(clmad_context *ctx, clmad_node *node, grad_target *t, clmad_status st)
+{
+    if (t->accumulate)
+        return st;
+    if (st != CLMAD_OK) {
+        clmad_tensor_release(t->tensor);
+        return st;
+    }
+    if (t->fresh) {
+        *t->slot = t->tensor;
+        return CLMAD_OK;
+    }
+    clmad_tensor *x = node->inputs[t->j], *g;
+    st = clmad__sum_to_shape(ctx, t->tensor, x->ndim, x->shape, &g);
+    clmad_tensor_release(t->tensor);
+    return st == CLMAD_OK ? clmad__accumulate_input(ctx, node, t->j, g) : st;
+}
+
+/* Both policies' backward: per chunk of at most the chunk cap of active
+ * inputs, ONE kernel reads each output adjoint once (lazy ones as they are:
+ * one value, or times a scale) and writes or accumulates every gradient of
+ * the chunk; RECOMPUTE forms the partials with the dual kernel, STORE reads
+ * those of the forward pass. */
+static clmad_status chunked_backward(clmad_context *ctx, clmad_node *node, bcast_data *d,
+                                     const clmad_bcast_plan *plan)
+{
+    clmad_kernel *k = d->k;
+    int n_in = node->n_inputs, n_out = node->n_outputs;
+    int act[CLMAD_MAX_INPUTS], n_act = 0;
+    for (int j = 0; j < n_in; j++)
+        if (is_active(d, j) && clmad__adjoint_slot(ctx, node, j))
+            act[n_act++] = j;
+    unsigned mask = 0, scalar = 0, scaled = 0;
+    int n_adj = 0;
+    for (int o = 0; o < n_out; o++)
+        if (node->out_adj[o]) {
+            n_adj++;
+            mask |= 1u << o;
+            scalar |= (unsigned)node->out_adj_scalar[o] << o;
+            scaled |= (unsigned)(node->out_adj_scale[o] != NULL) << o;
+        }
+    int cap = clmad_chunk_cap(ctx), store = d->n_partials > 0;
+    if (store) {
+        /* A STORED kernel takes (outputs with an adjoint) x (K + 1) + K
+         * buffers: at most 96 of them, well inside the 1024 bytes of
+         * arguments that OpenCL guarantees. Per-input sums: chunking does
+         * not change the result. */
+        int most = (96 - n_adj) / (n_adj + 1);
+        cap = most < 1 ? 1 : most < cap ? most : cap;
+    }
+    int size = clmad__chunk_size(n_act, cap);
+    clmad_status st = CLMAD_OK;
+    for (int first = 0; st == CLMAD_OK && first < n_act; first += size) {
+        int K = n_act - first < size ? n_act - first : size;
+        clmad_variant v;
+        clmad__bcast_variant(k, plan, node->dtype, store ? CLMAD_MODE_STORED : CLMAD_MODE_VJP, &v);
+        v.K = K;
+        v.write_values = 0;
+        v.adj_mask = mask;
+        v.adj_scalar = scalar;
+        v.adj_scaled = scaled;
+        grad_target t[CLMAD_MAX_INPUTS];
+        clmad_tensor *targets[CLMAD_MAX_INPUTS];
+        clmad_tensor *stored[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS] = {0};
+        int opened = 0;
+        for (int s = 0; s < K && st == CLMAD_OK; s++, opened++) {
+            int j = act[first + s];
+            v.slot[j] = (signed char)s;
+            for (int o = 0; o < n_out; o++)
+                stored[o * K + s] = store ? d->partials[o * n_in + j] : NULL;
+            st = target_open(ctx, node, d, plan, j, &t[s]);
+            targets[s] = t[s].tensor;
+            v.accumulate[s] = (char)t[s].accumulate;
+        }
+        if (st == CLMAD_OK) {
+            clmad_launch_args a = {.values = node->out_adj, .derivs = targets, .inputs = node->inputs,
+                                   .adj_scales = node->out_adj_scale, .stored = stored};
+            st = clmad__bcast_launch(k, &v, plan, &a);
+        } else {
+            opened--; /* the failed target released itself */
+        }
+        for (int s = 0; s < opened; s++)
+            st = target_close(ctx, node, &t[s], st);
+    }
+    return st;
+}
+
+static clmad_status bcast_backward(clmad_context *ctx, clmad_node *node)
+{
+    bcast_data *d = node->data;
+    clmad_bcast_plan plan;
+    clmad_status st = clmad__plan_broadcast(ctx, node->name, node->inputs, node->n_inputs, &plan);
+    if (st != CLMAD_OK || plan.numel == 0)
+        return st;
+    return chunked_backward(ctx, node, d, &plan);
+}
+
+static int choose_store(const clmad_context *ctx, const clmad_bcast_plan *plan, int n_active,
+                        int n_outputs, clmad_dtype dtype)
+{
+    switch (ctx->tape.policy) {
+    case CLMAD_PARTIALS_STORE: return 1;
+    case CLMAD_PARTIALS_RECOMPUTE: return 0;
+    default: {
+        /* GPUs are bound by memory traffic, which storing the partials
+         * adds to (written forward, read backward), while recomputing them
+         * costs arithmetic that GPUs have to spare; CPUs are bound by the
+         * arithmetic (the transcendental functions), which RECOMPUTE does
+         * twice. bench_hmlstm, 2048 x 2048: RECOMPUTE 0.91x the time of
+         * STORE on an H100, 1.46x on POCL. */
+        if (ctx->info.type == CLMAD_DEVICE_GPU)
+            return 0;
+        double bytes = (double)plan->numel * n_active * n_outputs * (double)clmad_dtype_size(dtype);
+        return bytes <= (double)ctx->info.global_mem_bytes / 4;
+    }
+    }
+}
+
+clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+                                 const clmad_bcast_plan *plan, clmad_tensor **outputs)
+{
+    int active[CLMAD_MAX_INPUTS], n_active = 0;
+    uint64_t mask = 0;
+    for (int j = 0; j < k->n_inputs; j++) {
+        n_active += active[j] = clmad__needs_grad(ctx, inputs[j]);
+        mask |= (uint64_t)active[j] << j;
+    }
+    clmad_dtype dtype = inputs[0]->dtype;
+    int store = choose_store(ctx, plan, n_active, k->n_outputs, dtype);
+    int n_partials = store ? k->n_outputs * k->n_inputs : 0;
+    bcast_data *d = calloc(1, sizeof *d + (size_t)n_partials * sizeof d->partials[0]);
+    if (!d)
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory recording a broadcast");
+    d->active = mask;
+    d->n_partials = n_partials;
+
+    clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0};
+    clmad_status st;
+    if (store) {
+        st = clmad__bcast_run_partials(k, plan, inputs, active, values, d->partials);
+        for (int i = 0; i < n_partials; i++)
+            clmad__scope_forget(d->partials[i]); /* the node keeps them, not the caller */
+    } else {
+        st = clmad__bcast_new_outputs(ctx, plan, dtype, k->n_outputs, values);
+        if (st == CLMAD_OK && plan->numel > 0) {
+            clmad_variant v;
+            clmad__bcast_variant(k, plan, dtype, CLMAD_MODE_PRIMAL, &v);
+            clmad_launch_args a = {.values = values, .inputs = inputs};
+            st = clmad__bcast_launch(k, &v, plan, &a);
+            if (st != CLMAD_OK)
+                clmad__release_all(values, k->n_outputs);
+        }
+    }
+    if (st != CLMAD_OK) {
+        free(d);
+        return st;
+    }
+    clmad_node *node;
+    st = clmad__record(ctx, k->fn_name, bcast_backward, inputs, k->n_inputs, values, k->n_outputs, &node);
+    if (st != CLMAD_OK) {
+        clmad__release_all(d->partials, d->n_partials);
+        clmad__release_all(values, k->n_outputs);
+        free(d);
+        return st;
+    }
+    k->refcount++;
+    d->k = k;
+    node->data = d;
+    node->lazy_adjoints = 1;
+    node->free_data = bcast_free;
+    for (int i = 0; i < d->n_partials; i++)
+        if (d->partials[i])
+            node->saved_bytes += d->partials[i]->capacity;
+    ctx->stats.tape_saved_bytes += node->saved_bytes;
+    memcpy(outputs, values, (size_t)k->n_outputs * sizeof *outputs);
+    return CLMAD_OK;
+}

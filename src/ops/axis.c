@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Operations along one axis: clmad_max, clmad_logsumexp, clmad_softmax and
+ * clmad_log_softmax (kernels in cl/axis.cl). Each records one node that keeps
+ * its output, from which backward computes the adjoint in one kernel. */
+#include "ops/ops.h"
+#include "tape/tape.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+typedef enum axis_kind { AXIS_MAX, AXIS_LOGSUMEXP, AXIS_SOFTMAX, AXIS_LOG_SOFTMAX } axis_kind;
+
+static const char *const AXIS_NAMES[] = {"clmad_max", "clmad_logsumexp", "clmad_softmax",
+                                         "clmad_log_softmax"};
+
+typedef struct axis_data {
+    axis_kind kind;
+    size_t outer, n, inner;  /* x seen as outer x n x inner, the axis in the middle */
+    clmad_tensor *y;         /* the output (a reference): backward reads it */
+} axis_data;
+
+static void axis_free(clmad_node *node)
+{
+    axis_data *d = node->data;
+    clmad_tensor_release(d->y);
+    free(d);
+    node->data = NULL;
+}
+
+/* Sets arguments of an axis.cl kernel and enqueues `work` work-items. */
+static clmad_status launch(clmad_context *ctx, clmad_ops_kernel_id id, clmad_dtype dtype, int n,
+                           const size_t *sizes, const void *const *values, size_t work, uint64_t bytes)
+{
+    cl_kernel k;
+    clmad_status st = clmad__ops_kernel(ctx, dtype, id, &k);
+    if (st == CLMAD_OK)
+        st = clmad__set_kernel_args(ctx, k, n, sizes, values);
+    return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, work, bytes) : st;
+}
+
+static clmad_status axis_backward(clmad_context *ctx, clmad_node *node)
+{
+    axis_data *d = node->data;
+    clmad_tensor *x = node->inputs[0], *adj = node->out_adj[0], *g;
+    clmad_status st = clmad_tensor_create(ctx, x->dtype, x->ndim, x->shape, NULL, &g);
+    if (st != CLMAD_OK || x->numel == 0)
+        return st == CLMAD_OK ? clmad__accumulate_input(ctx, node, 0, g) : st;
+    cl_ulong rows = d->outer * d->inner, n = d->n, inner = d->inner;
+    cl_int take_log = d->kind == AXIS_LOG_SOFTMAX;
+    uint64_t bytes = (uint64_t)(3 * x->numel + 2 * rows) * clmad_dtype_size(x->dtype);
+    const size_t m = sizeof(cl_mem), u = sizeof(cl_ulong);
+    if (d->kind == AXIS_MAX) {
+        const size_t sizes[] = {m, m, m, m, u, u, u};
+        const void *values[] = {&g->mem, &x->mem, &d->y->mem, &adj->mem, &rows, &n, &inner};
+        st = launch(ctx, CLMAD_OPS_AXIS_MAX_GRAD, x->dtype, 7, sizes, values, rows, bytes);
+    } else if (d->kind == AXIS_LOGSUMEXP) {
+        const size_t sizes[] = {m, m, m, u, u, u};
+        const void *values[] = {&g->mem, &x->mem, &adj->mem, &rows, &n, &inner};
+        st = launch(ctx, CLMAD_OPS_AXIS_LOGSUMEXP_GRAD, x->dtype, 6, sizes, values, rows, bytes);
+    } else {
+        const size_t sizes[] = {m, m, m, u, u, u, sizeof take_log};
+        const void *values[] = {&g->mem, &d->y->mem, &adj->mem, &rows, &n, &inner, &take_log};
+        st = launch(ctx, CLMAD_OPS_AXIS_SOFTMAX_GRAD, x->dtype, 7, sizes, values, rows, bytes);
+    }
+    if (st != CLMAD_OK) {
+        clmad_tensor_release(g);
+        return st;
+    }
+    return clmad__accumulate_input(ctx, node, 0, g);
+}
+
+/* The forward of kind into *y (new), x seen as outer x n x inner. */
+static clmad_status axis_forward(clmad_context *ctx, axis_kind kind, clmad_tensor *x, size_t outer,
+                                 size_t n, size_t inner, int ndim, const size_t *shape, clmad_tensor **y)
+{
+    clmad_status st = clmad_tensor_create(ctx, x->dtype, ndim, shape, NULL, y);
+    if (st != CLMAD_OK || (*y)->numel == 0)
+        return st;
+    if (x->numel == 0) /* logsumexp over an empty axis: log(0) */
+        st = clmad__fill(ctx, (*y)->mem, x->dtype, (*y)->numel, -INFINITY);
+    else {
+        cl_ulong rows = outer * inner, nn = n, in = inner;
+        cl_int mode = kind == AXIS_LOGSUMEXP || kind == AXIS_LOG_SOFTMAX;
+        const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof rows, sizeof nn, sizeof in,
+                                sizeof mode};
+        const void *values[] = {&(*y)->mem, &x->mem, &rows, &nn, &in, &mode};
+        int reduce = kind == AXIS_MAX || kind == AXIS_LOGSUMEXP;
+        uint64_t bytes = (uint64_t)((reduce ? 2 : 3) * x->numel + rows) * clmad_dtype_size(x->dtype);
+        st = launch(ctx, reduce ? CLMAD_OPS_AXIS_REDUCE : CLMAD_OPS_AXIS_SOFTMAX, x->dtype, 6, sizes,
+                    values, rows, bytes);
+    }
+    if (st != CLMAD_OK) {
+        clmad_tensor_release(*y);
+        *y = NULL;
+    }
+    return st;
+}
+
+static clmad_status axis_op(clmad_context *ctx, axis_kind kind, clmad_tensor *x, int axis, int keepdims,
+                            clmad_tensor **out)
+{
+    const char *name = AXIS_NAMES[kind];
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", name);
+    if (!x || !out)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: %s is NULL", name, !x ? "x" : "out");
+    clmad_status st = clmad__check_same_context(ctx, x, name, "x");
+    if (st != CLMAD_OK)
+        return st;
+    int a = axis < 0 ? axis + x->ndim : axis;
+    if (a < 0 || a >= x->ndim)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: axis %d is out of range for a rank-%d tensor",
+                           name, axis, x->ndim);
+    if (kind == AXIS_MAX && x->shape[a] == 0)
+        return clmad__fail(ctx, CLMAD_ERR_SHAPE, "%s: axis %d is empty: its max has no value", name, axis);
+    size_t outer = 1, inner = 1, shape[CLMAD_MAX_DIMS];
+    int ndim = 0;
+    for (int i = 0; i < x->ndim; i++) {
+        if (i < a)
+            outer *= x->shape[i];
+        else if (i > a)
+            inner *= x->shape[i];
+        int reduces = kind == AXIS_MAX || kind == AXIS_LOGSUMEXP;
+        if (i != a || !reduces)
+            shape[ndim++] = x->shape[i];
+        else if (keepdims)
+            shape[ndim++] = 1;
+    }
+    clmad_tensor *y;
+    st = axis_forward(ctx, kind, x, outer, x->shape[a], inner, ndim, shape, &y);
+    if (st != CLMAD_OK)
+        return st;
+    if (clmad__should_record(ctx, &x, 1)) {
+        axis_data *d = malloc(sizeof *d);
+        clmad_node *node;
+        st = d ? clmad__record(ctx, name, axis_backward, &x, 1, &y, 1, &node)
+               : clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory in %s", name);
+        if (st != CLMAD_OK) {
+            free(d);
+            clmad_tensor_release(y);
+            return st;
+        }
+        *d = (axis_data){kind, outer, x->shape[a], inner, clmad_tensor_retain(y)};
+        node->data = d;
+        node->free_data = axis_free;
+        node->saved_bytes = y->capacity;
+        ctx->stats.tape_saved_bytes += node->saved_bytes;
+    }
+    *out = y;
+    return CLMAD_OK;
+}
+
+clmad_status clmad_max(clmad_context *ctx, clmad_tensor *x, int axis, int keepdims, clmad_tensor **out)
+{
+    return axis_op(ctx, AXIS_MAX, x, axis, keepdims, out);
+}
+
+clmad_status clmad_logsumexp(clmad_context *ctx, clmad_tensor *x, int axis, int keepdims, clmad_tensor **out)
+{
+    return axis_op(ctx, AXIS_LOGSUMEXP, x, axis, keepdims, out);
+}
+
+clmad_status clmad_softmax(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor **out)
+{
+    return axis_op(ctx, AXIS_SOFTMAX, x, axis, 0, out);
+}
+
+clmad_status clmad_log_softmax(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor **out)
+{
+    return axis_op(ctx, AXIS_LOG_SOFTMAX, x, axis, 0, out);
+}

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* clmad_dot: the sum over every element of a * b, with no full-size product
+ * in between, and its adjoint, which hands on s * b and s * a as lazy
+ * adjoints (tape.h): a loss sum(y * w) costs one read of y and w forward
+ * and nothing of its own backward. */
+#include "ops/ops.h"
+#include "tape/tape.h"
+
+static clmad_status dot_backward(clmad_context *ctx, clmad_node *node)
+{
+    clmad_tensor *s = node->out_adj[0];
+    clmad_status st = clmad__give_adjoint(ctx, node, 0, node->inputs[1], s);
+    return st == CLMAD_OK ? clmad__give_adjoint(ctx, node, 1, node->inputs[0], s) : st;
+}
+
+/* The first pass of the sum of a * b into dst: the parts (or ranges) of
+ * clmad__reduce's first pass over a contiguous product, so that the result
+ * is bitwise that of clmad_sum(clmad_mul(a, b)). */
+static clmad_status dot_pass(clmad_context *ctx, clmad_tensor *dst, clmad_tensor *a, clmad_tensor *b,
+                             size_t parts, int ranges)
+{
+    if (ranges)
+        return clmad__range_pass(ctx, CLMAD_OPS_DOT_RANGES, dst->mem, a->mem, b->mem, a->dtype, a->numel,
+                                 parts);
+    cl_kernel k;
+    clmad_status st = clmad__ops_kernel(ctx, a->dtype, CLMAD_OPS_DOT_PARTS, &k);
+    if (st != CLMAD_OK)
+        return st;
+    cl_ulong n = a->numel, np = parts;
+    const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof(cl_mem), sizeof n, sizeof np};
+    const void *values[] = {&dst->mem, &a->mem, &b->mem, &n, &np};
+    st = clmad__set_kernel_args(ctx, k, 5, sizes, values);
+    if (st != CLMAD_OK)
+        return st;
+    uint64_t bytes = (2 * (uint64_t)n + parts) * clmad_dtype_size(a->dtype);
+    return clmad__enqueue_1d(ctx, k, parts, bytes);
+}
+
+static clmad_status dot_value(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out)
+{
+    clmad_tensor *y;
+    clmad_status st = clmad_tensor_create(ctx, a->dtype, 0, NULL, NULL, &y);
+    if (st != CLMAD_OK)
+        return st;
+    if (a->numel == 0) {
+        st = clmad__fill(ctx, y->mem, a->dtype, 1, 0.0);
+    } else {
+        size_t one = 1;
+        int ranges = clmad__sum_by_ranges(ctx, 1, 1, &one);
+        size_t parts = ranges ? clmad__range_parts(a->numel) : clmad__reduce_parts(1, a->numel);
+        if (parts == 1) {
+            st = dot_pass(ctx, y, a, b, 1, ranges);
+        } else {
+            clmad_tensor *partial, *sum;
+            int reduce_all[1] = {1};
+            st = clmad_tensor_create(ctx, a->dtype, 1, &parts, NULL, &partial);
+            if (st == CLMAD_OK) {
+                st = dot_pass(ctx, partial, a, b, parts, ranges);
+                if (st == CLMAD_OK)
+                    st = clmad__reduce(ctx, partial, reduce_all, 1.0, 0, NULL, &sum);
+                clmad_tensor_release(partial);
+                if (st == CLMAD_OK) {
+                    clmad_tensor_release(y);
+                    y = sum;
+                }
+            }
+        }
+    }
+    if (st != CLMAD_OK) {
+        clmad_tensor_release(y);
+        return st;
+    }
+    *out = y;
+    return CLMAD_OK;
+}
+
+clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out)
+{
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_dot: ctx is NULL");
+    if (!a || !b || !out)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_dot: NULL argument");
+    clmad_status st = clmad__check_same_context(ctx, a, "clmad_dot", "a");
+    if (st == CLMAD_OK)
+        st = clmad__check_same_context(ctx, b, "clmad_dot", "b");
+    if (st != CLMAD_OK)
+        return st;
+    if (a->dtype != b->dtype)
+        return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_dot: a is %s, b is %s",
+                           a->dtype == CLMAD_F64 ? "f64" : "f32", b->dtype == CLMAD_F64 ? "f64" : "f32");
+    int same = a->ndim == b->ndim;
+    for (int d = 0; same && d < a->ndim; d++)
+        same = a->shape[d] == b->shape[d];
+    if (!same)
+        return clmad__fail(ctx, CLMAD_ERR_SHAPE,
+                           "clmad_dot: a and b must have the same shape (ranks %d and %d; no broadcasting)",
+                           a->ndim, b->ndim);
+    st = clmad__check_dtype(ctx, a->dtype);
+    if (st != CLMAD_OK)
+        return st;
+    clmad_tensor *y;
+    st = dot_value(ctx, a, b, &y);
+    if (st != CLMAD_OK)
+        return st;
+    clmad_tensor *in[2] = {a, b};
+    if (clmad__should_record(ctx, in, 2)) {
+        clmad_node *node;
+        st = clmad__record(ctx, "clmad_dot", dot_backward, in, 2, &y, 1, &node);
+        if (st != CLMAD_OK) {
+            clmad_tensor_release(y);
+            return st;
+        }
+    }
+    *out = y;
+    return CLMAD_OK;
+}

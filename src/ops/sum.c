@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* clmad_sum and clmad_mean, and their adjoint: the output adjoint expanded
+ * back over the summed axes (times 1/count for the mean). */
+#include "ops/ops.h"
+#include "tape/tape.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+typedef struct sum_data {
+    int reduce[CLMAD_MAX_DIMS];
+    double scale;
+} sum_data;
+
+static void sum_free(clmad_node *node)
+{
+    free(node->data);
+    node->data = NULL;
+}
+
+static clmad_status sum_backward(clmad_context *ctx, clmad_node *node)
+{
+    sum_data *d = node->data;
+    clmad_tensor *x = node->inputs[0], *adj = node->out_adj[0], *g = NULL;
+    if (adj->numel == 1) {
+        /* A sum to one value: its adjoint goes on as one value (scaled for
+         * the mean), never expanded over x's shape. */
+        if (d->scale == 1.0)
+            return clmad__give_adjoint(ctx, node, 0, adj, NULL);
+        size_t one[1] = {1};
+        clmad_status st = clmad_tensor_create(ctx, x->dtype, 0, NULL, NULL, &g);
+        if (st == CLMAD_OK)
+            st = clmad__strided_copy(ctx, g, 0, one, adj, 0, one, 1, one, d->scale, 0);
+        if (st == CLMAD_OK)
+            st = clmad__give_adjoint(ctx, node, 0, g, NULL);
+        clmad_tensor_release(g);
+        return st;
+    }
+    clmad_status st = clmad_tensor_create(ctx, x->dtype, x->ndim, x->shape, NULL, &g);
+    if (st != CLMAD_OK)
+        return st;
+    /* g[e] = scale * adj[kept coordinates of e]: strides 0 on summed axes. */
+    size_t gs[CLMAD_MAX_DIMS], as[CLMAD_MAX_DIMS], s = 1;
+    clmad__contiguous_strides(x->ndim, x->shape, gs);
+    for (int dim = x->ndim - 1; dim >= 0; dim--) {
+        as[dim] = d->reduce[dim] ? 0 : s;
+        if (!d->reduce[dim])
+            s *= x->shape[dim];
+    }
+    st = clmad__strided_copy(ctx, g, 0, gs, adj, 0, as, x->ndim, x->shape, d->scale, 0);
+    if (st != CLMAD_OK) {
+        clmad_tensor_release(g);
+        return st;
+    }
+    return clmad__accumulate_input(ctx, node, 0, g);
+}
+
+static clmad_status reduce_op(clmad_context *ctx, const char *name, clmad_tensor *x, int naxes,
+                              const int *axes, int keepdims, int mean, clmad_tensor **out)
+{
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", name);
+    if (!x || !out || (naxes > 0 && !axes) || naxes < 0)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: NULL or invalid argument", name);
+    clmad_status checked = clmad__check_same_context(ctx, x, name, "x");
+    if (checked != CLMAD_OK)
+        return checked;
+    sum_data *d = calloc(1, sizeof *d);
+    if (!d)
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory in %s", name);
+    for (int i = 0; i < naxes; i++) {
+        int a = axes[i] < 0 ? axes[i] + x->ndim : axes[i];
+        if (a < 0 || a >= x->ndim || d->reduce[a]) {
+            free(d);
+            return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: axis %d is %s for a rank-%d tensor",
+                               name, axes[i], a >= 0 && a < x->ndim ? "repeated" : "out of range", x->ndim);
+        }
+        d->reduce[a] = 1;
+    }
+    if (naxes == 0)
+        for (int a = 0; a < x->ndim; a++)
+            d->reduce[a] = 1;
+    size_t shape[CLMAD_MAX_DIMS], count = 1;
+    int ndim = 0;
+    for (int a = 0; a < x->ndim; a++) {
+        if (d->reduce[a])
+            count *= x->shape[a];
+        if (!d->reduce[a] || keepdims)
+            shape[ndim++] = d->reduce[a] ? 1 : x->shape[a];
+    }
+    /* An empty mean is 0/0 (NaN), as in NumPy and PyTorch; its gradient
+     * has x's empty shape, so the scale reaches no element. */
+    d->scale = mean ? (count ? 1.0 / (double)count : NAN) : 1.0;
+    clmad_tensor *y;
+    clmad_status st = mean && count == 0
+                          ? clmad_tensor_fill(ctx, x->dtype, ndim, shape, NAN, &y)
+                          : clmad__reduce(ctx, x, d->reduce, d->scale, ndim, shape, &y);
+    if (st != CLMAD_OK) {
+        free(d);
+        return st;
+    }
+    if (clmad__should_record(ctx, &x, 1)) {
+        clmad_node *node;
+        st = clmad__record(ctx, name, sum_backward, &x, 1, &y, 1, &node);
+        if (st != CLMAD_OK) {
+            free(d);
+            clmad_tensor_release(y);
+            return st;
+        }
+        node->data = d;
+        node->free_data = sum_free;
+    } else {
+        free(d);
+    }
+    *out = y;
+    return CLMAD_OK;
+}
+
+clmad_status clmad_sum(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
+                       clmad_tensor **out)
+{
+    return reduce_op(ctx, "clmad_sum", x, naxes, axes, keepdims, 0, out);
+}
+
+clmad_status clmad_mean(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
+                        clmad_tensor **out)
+{
+    return reduce_op(ctx, "clmad_mean", x, naxes, axes, keepdims, 1, out);
+}

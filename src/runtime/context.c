@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "runtime/context.h"
+#include "runtime/device.h"
+#include "runtime/scope.h"
+#include "tape/tape.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void clmad_options_init(clmad_options *opt)
+{
+    if (opt)
+        memset(opt, 0, sizeof *opt);
+}
+
+static char *dup_string(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* Resolves the on-disk cache folder; NULL (off) when none can be named. */
+static char *resolve_cache_dir(const char *option)
+{
+    if (option)
+        return option[0] ? dup_string(option) : NULL;
+    const char *env = getenv("CLMAD_CACHE_DIR");
+    if (env)
+        return env[0] ? dup_string(env) : NULL;
+    char buf[4096];
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    if (xdg && xdg[0] == '/')
+        snprintf(buf, sizeof buf, "%s/clmad", xdg);
+    else if (home && home[0])
+        snprintf(buf, sizeof buf, "%s/.cache/clmad", home);
+    else
+        return NULL;
+    return dup_string(buf);
+}
+
+static clmad_status choose_device(const clmad_options *opt, clmad_device_entry *chosen)
+{
+    clmad_device_entry *entries = NULL;
+    size_t n = 0;
+    clmad_status st = clmad__enumerate_devices(&entries, &n);
+    if (st != CLMAD_OK)
+        return st;
+    const char *spec = opt->device;
+    const char *origin = "the device option";
+    if (!spec) {
+        spec = getenv("CLMAD_DEVICE");
+        origin = "CLMAD_DEVICE";
+    }
+    clmad_device_info *infos = n ? malloc(n * sizeof *infos) : NULL;
+    if (n && !infos) {
+        free(entries);
+        return clmad__fail(NULL, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory choosing a device");
+    }
+    for (size_t i = 0; i < n; i++)
+        infos[i] = entries[i].info;
+    size_t index = 0;
+    st = clmad_device_choose(infos, n, spec, &index);
+    if (st == CLMAD_OK) {
+        *chosen = entries[index];
+    } else if (spec && spec[0]) {
+        char msg[4096];
+        snprintf(msg, sizeof msg, "%s: %s", origin, clmad_last_error(NULL));
+        clmad__fail(NULL, st, "%s", msg);
+    }
+    free(infos);
+    free(entries);
+    return st;
+}
+
+clmad_status clmad_context_create(const clmad_options *options, clmad_context **out)
+{
+    clmad__clear_error(NULL);
+    if (!out)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_context_create: ctx is NULL");
+    clmad_options defaults;
+    clmad_options_init(&defaults);
+    const clmad_options *opt = options ? options : &defaults;
+    if (opt->chunk_cap < 0 || opt->chunk_cap > 64)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT,
+                           "clmad_context_create: chunk_cap %d is outside 0..64", opt->chunk_cap);
+
+    clmad_device_entry dev;
+    clmad_status st = choose_device(opt, &dev);
+    if (st != CLMAD_OK)
+        return st;
+    return clmad__context_new(opt, &dev, NULL, NULL, out);
+}
+
+clmad_status clmad__context_new(const clmad_options *opt, const clmad_device_entry *dev,
+                                cl_context cl, cl_command_queue queue, clmad_context **out)
+{
+    clmad_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory creating a context");
+    ctx->refcount = 1;
+    ctx->platform = dev->platform;
+    ctx->device = dev->device;
+    ctx->info = dev->info;
+    ctx->fp64 = dev->info.fp64 && !opt->disable_fp64;
+    /* Compilers built on upstream clang that accept always_inline in
+     * `#pragma clang attribute` (codegen.c); others get no pragma. */
+    ctx->inline_pragma = strstr(dev->info.platform_name, "Portable Computing Language") != NULL ||
+                         strstr(dev->info.platform_name, "rusticl") != NULL;
+    ctx->items = dev->info.type == CLMAD_DEVICE_CPU &&
+                         strstr(dev->info.platform_name, "Portable Computing Language") != NULL
+                     ? CLMAD_CPU_ITEMS_PER_WORK_ITEM
+                     : 1;
+    /* CLMAD_ITEMS_PER_WORK_ITEM=N: N elements per work-item on any device
+     * (tests run the one-element form of GPUs on POCL, and Oclgrind checks
+     * the runs' bounds). */
+    const char *items = getenv("CLMAD_ITEMS_PER_WORK_ITEM");
+    if (items && *items) {
+        long v = strtol(items, NULL, 10);
+        ctx->items = v >= 1 && v <= 1024 ? (int)v : ctx->items;
+    }
+
+    if (cl) {
+        /* The caller's objects: clmad holds a reference to each and drops
+         * only that one (context_destroy). */
+        clRetainContext(cl);
+        ctx->cl = cl;
+        clRetainDevice(dev->device);
+        ctx->device_retained = 1;
+        if (queue) {
+            clRetainCommandQueue(queue);
+            ctx->queue = queue;
+        }
+    }
+    cl_int err = CL_SUCCESS;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev->platform, 0};
+    if (!ctx->cl)
+        ctx->cl = clCreateContext(props, 1, &dev->device, NULL, NULL, &err);
+    if (err == CL_SUCCESS && !ctx->queue)
+        ctx->queue = clCreateCommandQueue(ctx->cl, dev->device, 0, &err);
+    if (err != CL_SUCCESS) {
+        clmad_status st = clmad__fail_cl(ctx, err, cl ? "creating an OpenCL queue" :
+                                                        "creating the OpenCL context and queue");
+        clmad__fail(NULL, st, "%s", clmad_last_error(ctx));
+        clmad_context_release(ctx);
+        return st;
+    }
+
+    ctx->cache_dir = resolve_cache_dir(opt->cache_dir);
+    clmad__disk_cache_open(ctx);
+    uint64_t limit = opt->pool_limit_bytes;
+    if (limit == 0) {
+        /* A quarter of the device, at most 8 GiB: one forward + backward of
+         * 64 MiB tensors (HM-LSTM at 4096 x 4096) cycles more than 1 GiB,
+         * and reallocating each iteration cost an H100 2x. */
+        limit = ctx->info.global_mem_bytes / 4;
+        if (limit > (UINT64_C(8) << 30))
+            limit = UINT64_C(8) << 30;
+    }
+    ctx->pool.limit_bytes = limit;
+    ctx->chunk_cap = opt->chunk_cap;
+    ctx->tape.grad_enabled = 1;
+    ctx->tape.policy = CLMAD_PARTIALS_AUTO;
+    *out = ctx;
+    return CLMAD_OK;
+}
+
+/* Frees what the context holds itself; its tape and builtins are gone
+ * already (clmad_context_release), and so are its tensors and kernels. */
+static void context_destroy(clmad_context *ctx)
+{
+    if (ctx->queue)
+        clFinish(ctx->queue);
+    free(ctx->tape.nodes);
+    clmad__scope_free(ctx);
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < CLMAD_OPS_COUNT; i++)
+            if (ctx->ops[d][i])
+                clReleaseKernel(ctx->ops[d][i]);
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < CLMAD_TRAIN_COUNT; i++)
+            if (ctx->train[d][i])
+                clReleaseKernel(ctx->train[d][i]);
+    clmad__program_cache_clear(&ctx->programs);
+    clmad__staging_drop_owned(ctx);
+    clmad__buffer_pool_clear(ctx);
+    if (ctx->queue)
+        clReleaseCommandQueue(ctx->queue);
+    if (ctx->cl)
+        clReleaseContext(ctx->cl);
+    if (ctx->device_retained)
+        clReleaseDevice(ctx->device);
+    clmad__disk_cache_close(ctx);
+    free(ctx->cache_dir);
+    free(ctx->error.text);
+    free(ctx);
+}
+
+void clmad__context_retain(clmad_context *ctx)
+{
+    ctx->refcount++;
+}
+
+void clmad__context_unref(clmad_context *ctx)
+{
+    if (--ctx->refcount == 0)
+        context_destroy(ctx);
+}
+
+clmad_status clmad__check_open(const clmad_context *ctx, const char *call)
+{
+    if (!ctx->released)
+        return CLMAD_OK;
+    return clmad__fail(ctx, CLMAD_ERR_STATE,
+                       "%s: the context was released (its remaining tensors and kernels can only be "
+                       "read, written and released)",
+                       call);
+}
+
+void clmad_context_release(clmad_context *ctx)
+{
+    if (!ctx || ctx->released) /* a second release has no reference left to drop */
+        return;
+    ctx->released = 1;
+    if (ctx->queue)
+        clFinish(ctx->queue);
+    /* Drop what the context keeps itself (the tape's references to tensors
+     * and kernels, the builtins, the pooled buffers), then the user's
+     * reference: the rest goes with the last tensor or kernel. */
+    clmad__tape_free_nodes(ctx);
+    for (int b = 0; b < CLMAD_BUILTIN_COUNT; b++) {
+        clmad_kernel_release(ctx->builtins[b]);
+        ctx->builtins[b] = NULL;
+    }
+    clmad__staging_drop_owned(ctx);
+    clmad__buffer_pool_clear(ctx);
+    clmad__context_unref(ctx);
+}
+
+clmad_status clmad_context_device(const clmad_context *ctx, clmad_device_info *info)
+{
+    if (!ctx || !info)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_context_device: NULL argument");
+    *info = ctx->info;
+    return CLMAD_OK;
+}
+
+clmad_status clmad_context_stats(const clmad_context *ctx, clmad_stats *stats)
+{
+    if (!ctx || !stats)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_context_stats: NULL argument");
+    *stats = ctx->stats;
+    return CLMAD_OK;
+}
+
+clmad_status clmad_finish(clmad_context *ctx)
+{
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_finish: ctx is NULL");
+    cl_int err = clFinish(ctx->queue);
+    return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(ctx, err, "clFinish");
+}
+
+clmad_status clmad__check_dtype(const clmad_context *ctx, clmad_dtype dtype)
+{
+    if (dtype == CLMAD_F32)
+        return CLMAD_OK;
+    if (dtype != CLMAD_F64)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "unknown dtype %d", (int)dtype);
+    if (!ctx->fp64)
+        return clmad__fail(ctx, CLMAD_ERR_UNSUPPORTED,
+                           "dtype f64 is not supported on device \"%s\"%s", ctx->info.name,
+                           ctx->info.fp64 ? " (fp64 disabled by the disable_fp64 option)"
+                                          : " (the device reports no fp64 support)");
+    return CLMAD_OK;
+}

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The context: one device, its queue, program cache, buffer pool, errors. */
+#ifndef CLMAD_CONTEXT_H
+#define CLMAD_CONTEXT_H
+
+#include "runtime/buffer_pool.h"
+#include "runtime/error.h"
+#include "runtime/program.h"
+
+/* A growable message buffer (the last error of a context or a thread). */
+typedef struct clmad_message {
+    char *text;
+    size_t cap;
+} clmad_message;
+
+struct clmad_node;
+
+typedef struct clmad_tape {
+    struct clmad_node **nodes;
+    size_t count, cap;
+    uint64_t generation;     /* bumped when the tape is cleared */
+    int grad_enabled;        /* recording on (the default) */
+    int retain;              /* keep the nodes after backward */
+    clmad_partials_policy policy;
+} clmad_tape;
+
+/* Internal kernels of cl/ops.cl and cl/axis.cl, built once per context and
+ * dtype (one program per file). */
+typedef enum clmad_ops_kernel_id {
+    CLMAD_OPS_STRIDED_COPY,
+    CLMAD_OPS_REDUCE_SUM,
+    CLMAD_OPS_ACCUMULATE,
+    CLMAD_OPS_FILL,
+    CLMAD_OPS_EXPAND_SCALED,
+    CLMAD_OPS_DOT_PARTS,
+    CLMAD_OPS_SUM_RANGES,
+    CLMAD_OPS_DOT_RANGES,
+    /* cl/axis.cl (src/ops_axis.c, src/ops_losses.c) */
+    CLMAD_OPS_AXIS_REDUCE,
+    CLMAD_OPS_AXIS_SOFTMAX,
+    CLMAD_OPS_AXIS_MAX_GRAD,
+    CLMAD_OPS_AXIS_LOGSUMEXP_GRAD,
+    CLMAD_OPS_AXIS_SOFTMAX_GRAD,
+    CLMAD_OPS_ONE_HOT,
+    CLMAD_OPS_COUNT
+} clmad_ops_kernel_id;
+
+/* Kernels of cl/train.cl (random initialisation, in-place updates,
+ * optimizer steps), built once per context and dtype (train_kernels.c). */
+typedef enum clmad_train_kernel_id {
+    CLMAD_TRAIN_RAND,
+    CLMAD_TRAIN_AXPBY,
+    CLMAD_TRAIN_SGD,
+    CLMAD_TRAIN_ADAM,
+    CLMAD_TRAIN_COUNT
+} clmad_train_kernel_id;
+
+/* Builtin elementwise operations: broadcast kernels created on first use. */
+typedef enum clmad_builtin_id {
+    CLMAD_BUILTIN_ADD, CLMAD_BUILTIN_SUB, CLMAD_BUILTIN_MUL, CLMAD_BUILTIN_DIV,
+    CLMAD_BUILTIN_POW, CLMAD_BUILTIN_NEG, CLMAD_BUILTIN_EXP, CLMAD_BUILTIN_LOG,
+    CLMAD_BUILTIN_TANH, CLMAD_BUILTIN_SIGMOID, CLMAD_BUILTIN_RELU, CLMAD_BUILTIN_SQRT,
+    CLMAD_BUILTIN_WHERE,
+    CLMAD_BUILTIN_LT, CLMAD_BUILTIN_LE, CLMAD_BUILTIN_GT, CLMAD_BUILTIN_GE,
+    CLMAD_BUILTIN_EQ, CLMAD_BUILTIN_NE,
+    CLMAD_BUILTIN_COUNT
+} clmad_builtin_id;
+
+/* Elements per work-item of the generated kernels on POCL's CPU devices: the
+ * kernel loops over a run of consecutive elements, and clang vectorises that
+ * loop while it compiles the work-item function. Left to POCL, the loop over
+ * work-items would be vectorised only later, and not at all once the SLP
+ * vectoriser has packed a few scalar operations of one element (the two
+ * sigmoids of an LSTM cell are enough): "loop not vectorized: instruction
+ * return type cannot be vectorized". GPUs, and implementations that vectorise
+ * across work-items themselves (rusticl on llvmpipe), keep one element per
+ * work-item. */
+#define CLMAD_CPU_ITEMS_PER_WORK_ITEM 32
+
+struct clmad_context {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context cl;
+    cl_command_queue queue;
+    clmad_device_info info;
+    int fp64;                       /* fp64 usable: device has it and not disabled */
+    int inline_pragma;              /* the compiler takes `#pragma clang attribute` with
+                                       always_inline (POCL, rusticl) */
+    int items;                      /* elements per work-item of the generated kernels
+                                       (CLMAD_CPU_ITEMS_PER_WORK_ITEM, or 1) */
+    char *cache_dir;                /* on-disk program cache folder, NULL if off */
+    int cache_fd;                   /* that folder, open (when cache_dir is not NULL) */
+    clmad_program_cache programs;
+    clmad_buffer_pool pool;
+    clmad_stats stats;
+    int chunk_cap;                  /* 0: the device default */
+    clmad_message error;
+    clmad_tape tape;
+    cl_kernel ops[2][CLMAD_OPS_COUNT];        /* [dtype][id] */
+    struct clmad_kernel *builtins[CLMAD_BUILTIN_COUNT];
+    cl_kernel train[2][CLMAD_TRAIN_COUNT];    /* [dtype][id], train_kernels.c */
+    /* Scopes (scope.c): every tensor made while one is open, by position;
+     * an entry is NULL once the tensor is freed or kept. marks[i] is where
+     * open scope i began. paused > 0 while clmad makes tensors it keeps
+     * itself (gradients in backward, stored partials, optimizer state). */
+    struct {
+        struct clmad_tensor **list;
+        size_t count, cap;
+        size_t *marks;
+        size_t depth, marks_cap;
+        int paused;
+    } scope;
+    struct clmad_staging *staging;  /* clmad_context_staging's area, or NULL */
+    /* The user's reference (until clmad_context_release) plus one per live
+     * tensor and kernel, builtins included: the context is destroyed with
+     * the last. A plain int: a context and its objects are used by one
+     * thread at a time. Tape nodes and builtins, which the context owns
+     * itself, are dropped by clmad_context_release, so they never keep it. */
+    int refcount;
+    int released;                   /* clmad_context_release was called */
+    int device_retained;            /* the caller's device, retained (clmad_context_create_cl) */
+};
+
+struct clmad_device_entry;
+
+/* Makes a context on dev with the options opt (checked): on the caller's
+ * cl context and queue when cl is not NULL (retained; a NULL queue is made
+ * on cl), else on new ones. Errors go to clmad_last_error(NULL). */
+clmad_status clmad__context_new(const clmad_options *opt, const struct clmad_device_entry *dev,
+                                cl_context cl, cl_command_queue queue, clmad_context **out);
+
+/* A tensor or kernel of ctx was made (retain) or has gone (unref; the last
+ * reference destroys the context). */
+void clmad__context_retain(clmad_context *ctx);
+void clmad__context_unref(clmad_context *ctx);
+
+/* Frees the context's own staging area (staging.c). */
+void clmad__staging_drop_owned(clmad_context *ctx);
+
+/* CLMAD_ERR_STATE, naming `call`, once the user has released ctx: work
+ * that would make objects or record on the tape of a context that only
+ * its remaining objects keep alive is refused. */
+clmad_status clmad__check_open(const clmad_context *ctx, const char *call);
+
+/* The cl/ops.cl kernel `id` for dtype, built on first use; owned by ctx. */
+clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_kernel_id id,
+                               cl_kernel *kernel);
+
+/* The cl/train.cl kernel `id` for dtype, built on first use; owned by ctx. */
+clmad_status clmad__train_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_train_kernel_id id,
+                                 cl_kernel *kernel);
+
+/* Sets arguments 0..n-1 of k (sizes[i] bytes at values[i]). */
+clmad_status clmad__set_kernel_args(clmad_context *ctx, cl_kernel k, int n, const size_t *sizes,
+                                    const void *const *values);
+
+/* Enqueues a 1-d range of at least n work-items (rounded up to the group)
+ * and counts it in the stats with the bytes it reads and writes. */
+clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n, uint64_t bytes);
+/* Sets the first n elements of `mem` (of dtype) to value, with a kernel
+ * rather than clEnqueueFillBuffer: Oclgrind (21.10) does not count a
+ * buffer fill as initialising memory, so its uninitialised-value checks of
+ * every kernel that reads a filled tensor would be false alarms. */
+clmad_status clmad__fill(clmad_context *ctx, cl_mem mem, clmad_dtype dtype, size_t n, double value);
+
+/* The message slot of ctx, or of this thread when ctx is NULL. */
+clmad_message *clmad__message_slot(const clmad_context *ctx);
+
+/* CLMAD_ERR_UNSUPPORTED unless the context can compute in dtype. */
+clmad_status clmad__check_dtype(const clmad_context *ctx, clmad_dtype dtype);
+
+#endif

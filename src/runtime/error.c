@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "runtime/context.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local clmad_message thread_message;
+
+/* A thread's message text is on the heap: a key whose destructor frees it
+ * when the thread exits (thread-local storage alone would leak it). */
+static pthread_key_t thread_key;
+static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
+static int thread_key_made;
+
+static void thread_message_free(void *p)
+{
+    clmad_message *m = p;
+    free(m->text);
+    m->text = NULL;
+    m->cap = 0;
+}
+
+static void thread_key_create(void)
+{
+    thread_key_made = pthread_key_create(&thread_key, thread_message_free) == 0;
+}
+
+#if defined(__GNUC__)
+/* A shared clmad unloaded by dlclose leaves no destructor to call behind. */
+__attribute__((destructor)) static void thread_key_delete(void)
+{
+    if (thread_key_made)
+        pthread_key_delete(thread_key);
+    thread_key_made = 0;
+}
+#endif
+
+clmad_message *clmad__message_slot(const clmad_context *ctx)
+{
+    /* The message is bookkeeping, not part of the context's logical state:
+     * recording it is allowed through a const pointer. */
+    return ctx ? (clmad_message *)&ctx->error : &thread_message;
+}
+
+static void message_set(clmad_message *m, const char *fmt, va_list ap)
+{
+    va_list copy;
+    va_copy(copy, ap);
+    int n = vsnprintf(NULL, 0, fmt, copy);
+    va_end(copy);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n + 1 > m->cap) {
+        char *grown = realloc(m->text, (size_t)n + 1);
+        if (!grown) {
+            /* Keep what fits in the old buffer rather than lose the message. */
+            if (m->cap > 0)
+                vsnprintf(m->text, m->cap, fmt, ap);
+            return;
+        }
+        m->text = grown;
+        m->cap = (size_t)n + 1;
+        if (m == &thread_message) {
+            pthread_once(&thread_key_once, thread_key_create);
+            if (thread_key_made)
+                pthread_setspecific(thread_key, m);
+        }
+    }
+    vsnprintf(m->text, m->cap, fmt, ap);
+}
+
+clmad_status clmad__fail(const clmad_context *ctx, clmad_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    message_set(clmad__message_slot(ctx), fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+clmad_status clmad_set_error(const clmad_context *ctx, clmad_status s, const char *fmt, ...)
+{
+    if (!fmt)
+        return clmad__fail(ctx, s, "(no message)");
+    va_list ap;
+    va_start(ap, fmt);
+    message_set(clmad__message_slot(ctx), fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+void clmad__clear_error(const clmad_context *ctx)
+{
+    clmad_message *m = clmad__message_slot(ctx);
+    if (m->text)
+        m->text[0] = '\0';
+}
+
+const char *clmad_last_error(const clmad_context *ctx)
+{
+    clmad_message *m = clmad__message_slot(ctx);
+    return m->text ? m->text : "";
+}
+
+clmad_status clmad__fail_cl(const clmad_context *ctx, cl_int err, const char *what)
+{
+    clmad_status s = CLMAD_ERR_OPENCL;
+    if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY ||
+        err == CL_OUT_OF_RESOURCES || err == CL_INVALID_BUFFER_SIZE)
+        s = CLMAD_ERR_OUT_OF_MEMORY;
+    return clmad__fail(ctx, s, "%s failed: %s (%d) on device \"%s\"", what,
+                       clmad__cl_error_name(err), (int)err,
+                       ctx ? ctx->info.name : "(none)");
+}
+
+#define CLMAD_STATUS_LIST(X)            \
+    X(CLMAD_OK)                         \
+    X(CLMAD_ERR_INVALID_ARGUMENT)       \
+    X(CLMAD_ERR_NO_DEVICE)              \
+    X(CLMAD_ERR_OPENCL)                 \
+    X(CLMAD_ERR_OUT_OF_MEMORY)          \
+    X(CLMAD_ERR_BUILD)                  \
+    X(CLMAD_ERR_UNSUPPORTED)            \
+    X(CLMAD_ERR_SHAPE)                  \
+    X(CLMAD_ERR_DTYPE)                  \
+    X(CLMAD_ERR_IO)                     \
+    X(CLMAD_ERR_STATE)
+
+const char *clmad_status_string(clmad_status s)
+{
+    switch (s) {
+#define X(name) case name: return #name;
+        CLMAD_STATUS_LIST(X)
+#undef X
+    }
+    return "CLMAD_ERR_UNKNOWN";
+}
+
+#define CL_ERROR_LIST(X)                                                          \
+    X(CL_SUCCESS) X(CL_DEVICE_NOT_FOUND) X(CL_DEVICE_NOT_AVAILABLE)               \
+    X(CL_COMPILER_NOT_AVAILABLE) X(CL_MEM_OBJECT_ALLOCATION_FAILURE)              \
+    X(CL_OUT_OF_RESOURCES) X(CL_OUT_OF_HOST_MEMORY)                               \
+    X(CL_PROFILING_INFO_NOT_AVAILABLE) X(CL_MEM_COPY_OVERLAP)                     \
+    X(CL_IMAGE_FORMAT_MISMATCH) X(CL_IMAGE_FORMAT_NOT_SUPPORTED)                  \
+    X(CL_BUILD_PROGRAM_FAILURE) X(CL_MAP_FAILURE)                                 \
+    X(CL_MISALIGNED_SUB_BUFFER_OFFSET)                                            \
+    X(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) X(CL_COMPILE_PROGRAM_FAILURE) \
+    X(CL_LINKER_NOT_AVAILABLE) X(CL_LINK_PROGRAM_FAILURE)                         \
+    X(CL_DEVICE_PARTITION_FAILED) X(CL_KERNEL_ARG_INFO_NOT_AVAILABLE)             \
+    X(CL_INVALID_VALUE) X(CL_INVALID_DEVICE_TYPE) X(CL_INVALID_PLATFORM)          \
+    X(CL_INVALID_DEVICE) X(CL_INVALID_CONTEXT) X(CL_INVALID_QUEUE_PROPERTIES)     \
+    X(CL_INVALID_COMMAND_QUEUE) X(CL_INVALID_HOST_PTR) X(CL_INVALID_MEM_OBJECT)   \
+    X(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR) X(CL_INVALID_IMAGE_SIZE)                \
+    X(CL_INVALID_SAMPLER) X(CL_INVALID_BINARY) X(CL_INVALID_BUILD_OPTIONS)        \
+    X(CL_INVALID_PROGRAM) X(CL_INVALID_PROGRAM_EXECUTABLE)                        \
+    X(CL_INVALID_KERNEL_NAME) X(CL_INVALID_KERNEL_DEFINITION)                     \
+    X(CL_INVALID_KERNEL) X(CL_INVALID_ARG_INDEX) X(CL_INVALID_ARG_VALUE)          \
+    X(CL_INVALID_ARG_SIZE) X(CL_INVALID_KERNEL_ARGS)                              \
+    X(CL_INVALID_WORK_DIMENSION) X(CL_INVALID_WORK_GROUP_SIZE)                    \
+    X(CL_INVALID_WORK_ITEM_SIZE) X(CL_INVALID_GLOBAL_OFFSET)                      \
+    X(CL_INVALID_EVENT_WAIT_LIST) X(CL_INVALID_EVENT) X(CL_INVALID_OPERATION)     \
+    X(CL_INVALID_GL_OBJECT) X(CL_INVALID_BUFFER_SIZE) X(CL_INVALID_MIP_LEVEL)     \
+    X(CL_INVALID_GLOBAL_WORK_SIZE) X(CL_INVALID_PROPERTY)                         \
+    X(CL_INVALID_IMAGE_DESCRIPTOR) X(CL_INVALID_COMPILER_OPTIONS)                 \
+    X(CL_INVALID_LINKER_OPTIONS) X(CL_INVALID_DEVICE_PARTITION_COUNT)
+
+const char *clmad__cl_error_name(cl_int err)
+{
+    switch (err) {
+#define X(name) case name: return #name;
+        CL_ERROR_LIST(X)
+#undef X
+    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
+    }
+    return "CL_UNKNOWN_ERROR";
+}

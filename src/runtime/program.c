@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "runtime/context.h"
+#include "base/hash.h"
+#include "base/log.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dup_string(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* The fields of a program's key: everything that changes its binary. The
+ * generated source carries clmad's code generation; the version covers the
+ * rest of clmad (the file format, how binaries are built). */
+enum { KEY_FIELDS = 7 };
+
+static void key_fields(const clmad_context *ctx, const char *source, const char *options,
+                       const char *version, const char *fields[KEY_FIELDS])
+{
+    fields[0] = version;
+    fields[1] = ctx->info.platform_name;
+    fields[2] = ctx->info.name;
+    fields[3] = ctx->info.version;
+    fields[4] = ctx->info.driver_version;
+    fields[5] = options;
+    fields[6] = source;
+}
+
+static void version_text(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "clmad %d.%d.%d", CLMAD_VERSION_MAJOR, CLMAD_VERSION_MINOR,
+             CLMAD_VERSION_PATCH);
+}
+
+/* The hash of the key: of its fields, each with its NUL. */
+static uint64_t program_key(const clmad_context *ctx, const char *source, const char *options)
+{
+    char version[64];
+    version_text(version, sizeof version);
+    const char *fields[KEY_FIELDS];
+    key_fields(ctx, source, options, version, fields);
+    uint64_t h = CLMAD_HASH_INIT;
+    for (int i = 0; i < KEY_FIELDS; i++)
+        h = clmad__hash_string(h, fields[i]);
+    return h;
+}
+
+/* The key's text, as the disk cache stores it: the fields, each with its
+ * NUL (so its hash is program_key). NULL when out of memory. */
+static char *program_key_text(const clmad_context *ctx, const char *source, const char *options,
+                              size_t *size)
+{
+    char version[64];
+    version_text(version, sizeof version);
+    const char *fields[KEY_FIELDS];
+    key_fields(ctx, source, options, version, fields);
+    size_t n = 0;
+    for (int i = 0; i < KEY_FIELDS; i++)
+        n += strlen(fields[i]) + 1;
+    char *text = malloc(n);
+    if (!text)
+        return NULL;
+    char *at = text;
+    for (int i = 0; i < KEY_FIELDS; i++) {
+        size_t len = strlen(fields[i]) + 1;
+        memcpy(at, fields[i], len);
+        at += len;
+    }
+    *size = n;
+    return text;
+}
+
+/* s past any line splices: a backslash (or the trigraph ??/), blanks, a
+ * newline. The preprocessor joins such lines before it reads directives. */
+static const char *skip_splices(const char *s)
+{
+    for (;;) {
+        const char *p = s;
+        if (p[0] == '\\')
+            p++;
+        else if (p[0] == '?' && p[1] == '?' && p[2] == '/')
+            p += 3;
+        else
+            return s;
+        while (*p == ' ' || *p == '\t' || *p == '\f' || *p == '\v')
+            p++;
+        if (*p == '\r')
+            p++;
+        if (*p != '\n')
+            return s;
+        s = p + 1;
+    }
+}
+
+/*
+ * 1 when the text may make the compiler read other files (#include,
+ * #import, #embed, __has_include...): the key cannot cover what they hold,
+ * so such programs stay out of the disk cache. Looks for the words
+ * themselves, in any place, after joining split lines: no spelling of a
+ * directive (`# include`, `%:include`, a comment between) escapes, and a
+ * false alarm only costs a compile.
+ */
+static int reads_other_files(const char *text)
+{
+    static const char *const words[] = {"include", "include_next", "import", "embed",
+                                        "__has_include", "__has_include_next", "__has_embed"};
+    char word[24];
+    size_t n = 0;
+    for (const char *p = skip_splices(text);; p = skip_splices(p + 1)) {
+        if (isalnum((unsigned char)*p) || *p == '_') {
+            if (n < sizeof word)
+                word[n] = *p;
+            n++;
+            continue;
+        }
+        if (n > 0 && n < sizeof word) {
+            word[n] = '\0';
+            for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+                if (strcmp(word, words[i]) == 0)
+                    return 1;
+        }
+        n = 0;
+        if (!*p)
+            return 0;
+    }
+}
+
+static char *read_build_log(const clmad_context *ctx, cl_program program)
+{
+    size_t n = 0;
+    clGetProgramBuildInfo(program, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
+    char *log = malloc(n + 1);
+    if (!log)
+        return NULL;
+    if (clGetProgramBuildInfo(program, ctx->device, CL_PROGRAM_BUILD_LOG, n, log, NULL) != CL_SUCCESS)
+        n = 0;
+    log[n] = '\0';
+    return log;
+}
+
+/* The name of the first kernel of a program's source, for the log. */
+static void first_kernel_name(const char *source, char *name, size_t cap)
+{
+    const char *k = strstr(source, "__kernel void ");
+    size_t n = 0;
+    if (k) {
+        k += strlen("__kernel void ");
+        while (n + 1 < cap && (isalnum((unsigned char)k[n]) || k[n] == '_'))
+            n++;
+        memcpy(name, k, n);
+    }
+    name[n] = '\0';
+    if (n == 0)
+        snprintf(name, cap, "(no kernel)");
+}
+
+static clmad_status compile_from_source(clmad_context *ctx, const char *source, const char *options,
+                                        cl_program *out, char **build_log)
+{
+    cl_int err;
+    cl_program program = clCreateProgramWithSource(ctx->cl, 1, &source, NULL, &err);
+    if (err != CL_SUCCESS)
+        return clmad__fail_cl(ctx, err, "clCreateProgramWithSource");
+    ctx->stats.programs_compiled++;
+    char name[128];
+    double start = 0;
+    int logging = clmad__log_info();
+    if (logging) {
+        first_kernel_name(source, name, sizeof name);
+        clmad__log("compiling OpenCL program %s on \"%s\" (not in the caches)", name, ctx->info.name);
+        start = clmad__seconds();
+    }
+    err = clBuildProgram(program, 1, &ctx->device, options, NULL, NULL);
+    if (logging)
+        clmad__log("compiled %s in %.2f s%s", name, clmad__seconds() - start,
+                   err == CL_SUCCESS ? "" : " (it failed)");
+    if (err == CL_SUCCESS) {
+        *out = program;
+        return CLMAD_OK;
+    }
+    char *log = read_build_log(ctx, program);
+    clReleaseProgram(program);
+    clmad_status st;
+    if (err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS)
+        st = clmad__fail(ctx, CLMAD_ERR_BUILD, "OpenCL C build failed on device \"%s\" (%s):\n%s",
+                         ctx->info.name, clmad__cl_error_name(err), log ? log : "(no log)");
+    else
+        st = clmad__fail_cl(ctx, err, "clBuildProgram");
+    if (build_log)
+        *build_log = log;
+    else
+        free(log);
+    return st;
+}
+
+clmad_status clmad__program_get(clmad_context *ctx, const char *source, const char *options,
+                                cl_program *program, char **build_log)
+{
+    if (!options)
+        options = "";
+    if (build_log)
+        *build_log = NULL;
+    uint64_t key = program_key(ctx, source, options);
+    for (clmad_program_entry *e = ctx->programs.head; e; e = e->next) {
+        if (e->key == key && strcmp(e->options, options) == 0 && strcmp(e->source, source) == 0) {
+            ctx->stats.program_memory_hits++;
+            *program = e->program;
+            return CLMAD_OK;
+        }
+    }
+
+    clmad_program_entry *entry = calloc(1, sizeof *entry);
+    if (entry) {
+        entry->source = dup_string(source);
+        entry->options = dup_string(options);
+    }
+    if (!entry || !entry->source || !entry->options) {
+        if (entry) {
+            free(entry->source);
+            free(entry->options);
+        }
+        free(entry);
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory caching a program");
+    }
+
+    /* The disk cache holds programs whose key says all they are made of. */
+    size_t key_size = 0;
+    char *key_text = ctx->cache_dir && !reads_other_files(source) && !reads_other_files(options)
+                         ? program_key_text(ctx, source, options, &key_size)
+                         : NULL;
+    const clmad_program_key disk = {key, key_text, key_size};
+    cl_program built = NULL;
+    if (key_text && clmad__disk_cache_load(ctx, &disk, &built)) {
+        ctx->stats.programs_from_disk++;
+    } else {
+        clmad_status st = compile_from_source(ctx, source, options, &built, build_log);
+        if (st != CLMAD_OK) {
+            free(key_text);
+            free(entry->source);
+            free(entry->options);
+            free(entry);
+            return st;
+        }
+        if (key_text)
+            clmad__disk_cache_store(ctx, &disk, built);
+    }
+    free(key_text);
+    entry->key = key;
+    entry->program = built;
+    entry->next = ctx->programs.head;
+    ctx->programs.head = entry;
+    *program = built;
+    return CLMAD_OK;
+}
+
+void clmad__program_cache_clear(clmad_program_cache *cache)
+{
+    clmad_program_entry *e = cache->head;
+    while (e) {
+        clmad_program_entry *next = e->next;
+        clReleaseProgram(e->program);
+        free(e->source);
+        free(e->options);
+        free(e);
+        e = next;
+    }
+    cache->head = NULL;
+}

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "runtime/tensor.h"
+#include "runtime/scope.h"
+#include "base/strbuf.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t clmad_dtype_size(clmad_dtype dtype)
+{
+    switch (dtype) {
+    case CLMAD_F32: return sizeof(float);
+    case CLMAD_F64: return sizeof(double);
+    }
+    return 0;
+}
+
+size_t clmad__tensor_bytes(const clmad_tensor *t)
+{
+    return t->numel * clmad_dtype_size(t->dtype);
+}
+
+clmad_status clmad__shape_numel(const clmad_context *ctx, int ndim, const size_t *shape,
+                                size_t elem_size, size_t *numel)
+{
+    if (ndim < 0 || ndim > CLMAD_MAX_DIMS)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "rank %d is outside 0..%d", ndim,
+                           CLMAD_MAX_DIMS);
+    if (ndim > 0 && !shape)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "shape is NULL for rank %d", ndim);
+    /* NumPy's rule, the same in any order of the axes (so a transpose of an
+     * accepted shape is accepted): the product of the nonzero sizes, in
+     * bytes, fits in size_t. Every stride is then representable too. */
+    size_t nonzero = 1;
+    int empty = 0;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] == 0) {
+            empty = 1;
+            continue;
+        }
+        if (nonzero > SIZE_MAX / elem_size / shape[i]) {
+            clmad_strbuf sb = {0};
+            clmad__sb_shape(&sb, ndim, shape);
+            clmad_status st = clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY,
+                                          "a tensor of shape %s is too big: the product of its "
+                                          "nonzero sizes times %zu bytes overflows size_t",
+                                          sb.data && !sb.failed ? sb.data : "(?)", elem_size);
+            clmad__sb_free(&sb);
+            return st;
+        }
+        nonzero *= shape[i];
+    }
+    *numel = empty ? 0 : nonzero;
+    return CLMAD_OK;
+}
+
+clmad_status clmad__check_same_context(clmad_context *ctx, const clmad_tensor *t, const char *call,
+                                       const char *what, ...)
+{
+    clmad_status st = clmad__check_open(ctx, call);
+    if (st != CLMAD_OK || !t || t->ctx == ctx)
+        return st;
+    char name[64];
+    va_list ap;
+    va_start(ap, what);
+    vsnprintf(name, sizeof name, what, ap);
+    va_end(ap);
+    return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: %s belongs to another context", call, name);
+}
+
+/* Allocates a tensor; `out` is the caller's out-parameter, checked here. */
+static clmad_status tensor_alloc(clmad_context *ctx, clmad_dtype dtype, int ndim,
+                                 const size_t *shape, clmad_tensor **result, clmad_tensor **out)
+{
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "tensor creation: ctx is NULL");
+    if (!out)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "tensor creation: out is NULL");
+    clmad_status st = clmad__check_open(ctx, "tensor creation");
+    if (st == CLMAD_OK)
+        st = clmad__check_dtype(ctx, dtype);
+    if (st != CLMAD_OK)
+        return st;
+    size_t numel;
+    st = clmad__shape_numel(ctx, ndim, shape, clmad_dtype_size(dtype), &numel);
+    if (st != CLMAD_OK)
+        return st;
+    clmad_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory creating a tensor");
+    t->ctx = ctx;
+    t->refcount = 1;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++)
+        t->shape[i] = shape[i];
+    t->numel = numel;
+    if (numel > 0) {
+        st = clmad__buffer_acquire(ctx, clmad__tensor_bytes(t), &t->mem, &t->capacity);
+        if (st != CLMAD_OK) {
+            free(t);
+            return st;
+        }
+        ctx->stats.live_tensor_bytes += t->capacity;
+    }
+    clmad__context_retain(ctx);
+    st = clmad__scope_track(t);
+    if (st != CLMAD_OK) {
+        clmad_tensor_release(t);
+        return st;
+    }
+    *result = t;
+    return CLMAD_OK;
+}
+
+clmad_status clmad_tensor_create(clmad_context *ctx, clmad_dtype dtype, int ndim,
+                                 const size_t *shape, const void *host, clmad_tensor **out)
+{
+    clmad_tensor *t = NULL;
+    clmad_status st = tensor_alloc(ctx, dtype, ndim, shape, &t, out);
+    if (st != CLMAD_OK)
+        return st;
+    if (host && t->numel > 0) {
+        st = clmad_tensor_write(t, host, clmad__tensor_bytes(t));
+        if (st != CLMAD_OK) {
+            clmad_tensor_release(t);
+            return st;
+        }
+    }
+    *out = t;
+    return CLMAD_OK;
+}
+
+clmad_status clmad_tensor_fill(clmad_context *ctx, clmad_dtype dtype, int ndim,
+                               const size_t *shape, double value, clmad_tensor **out)
+{
+    clmad_tensor *t = NULL;
+    clmad_status st = tensor_alloc(ctx, dtype, ndim, shape, &t, out);
+    if (st != CLMAD_OK)
+        return st;
+    st = clmad__fill(ctx, t->mem, dtype, t->numel, value);
+    if (st != CLMAD_OK) {
+        clmad_tensor_release(t);
+        return st;
+    }
+    *out = t;
+    return CLMAD_OK;
+}
+
+clmad_status clmad_tensor_zeros(clmad_context *ctx, clmad_dtype dtype, int ndim,
+                                const size_t *shape, clmad_tensor **out)
+{
+    return clmad_tensor_fill(ctx, dtype, ndim, shape, 0.0, out);
+}
+
+clmad_status clmad_tensor_read(clmad_tensor *t, void *host, size_t capacity_bytes)
+{
+    if (!t)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tensor_read: tensor is NULL");
+    size_t bytes = clmad__tensor_bytes(t);
+    if (!host && bytes > 0)
+        return clmad__fail(t->ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tensor_read: host is NULL");
+    if (capacity_bytes < bytes)
+        return clmad__fail(t->ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                           "clmad_tensor_read: host buffer holds %zu bytes, the tensor %zu",
+                           capacity_bytes, bytes);
+    if (bytes == 0)
+        return CLMAD_OK;
+    cl_int err = clEnqueueReadBuffer(t->ctx->queue, t->mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+    return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(t->ctx, err, "clEnqueueReadBuffer");
+}
+
+clmad_status clmad_tensor_write(clmad_tensor *t, const void *host, size_t size_bytes)
+{
+    if (!t)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tensor_write: tensor is NULL");
+    size_t bytes = clmad__tensor_bytes(t);
+    if (!host && bytes > 0)
+        return clmad__fail(t->ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tensor_write: host is NULL");
+    if (size_bytes != bytes)
+        return clmad__fail(t->ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                           "clmad_tensor_write: %zu bytes given, the tensor holds %zu", size_bytes,
+                           bytes);
+    if (bytes == 0)
+        return CLMAD_OK;
+    cl_int err = clEnqueueWriteBuffer(t->ctx->queue, t->mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+    return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(t->ctx, err, "clEnqueueWriteBuffer");
+}
+
+clmad_tensor *clmad_tensor_retain(clmad_tensor *t)
+{
+    if (t)
+        t->refcount++;
+    return t;
+}
+
+void clmad_tensor_release(clmad_tensor *t)
+{
+    if (!t || --t->refcount > 0)
+        return;
+    clmad_context *ctx = t->ctx;
+    clmad__scope_forget(t);
+    clmad_tensor_release(t->grad);
+    if (t->wrapped) {
+        /* Only clmad's own references: its sub-buffer and its retain. */
+        if (t->mem && t->mem != t->wrapped)
+            clReleaseMemObject(t->mem);
+        clReleaseMemObject(t->wrapped);
+    } else if (t->mem) {
+        ctx->stats.live_tensor_bytes -= t->capacity;
+        clmad__buffer_return(ctx, t->mem, t->capacity);
+    }
+    free(t);
+    clmad__context_unref(ctx); /* the last object of a released context takes it along */
+}
+
+int clmad_tensor_ndim(const clmad_tensor *t)
+{
+    return t ? t->ndim : 0;
+}
+
+size_t clmad_tensor_dim(const clmad_tensor *t, int axis)
+{
+    return t && axis >= 0 && axis < t->ndim ? t->shape[axis] : 0;
+}
+
+size_t clmad_tensor_numel(const clmad_tensor *t)
+{
+    return t ? t->numel : 0;
+}
+
+clmad_dtype clmad_tensor_dtype(const clmad_tensor *t)
+{
+    return t ? t->dtype : CLMAD_F32;
+}

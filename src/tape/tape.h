@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The reverse-mode tape: nodes, gradient routing, backward. */
+#ifndef CLMAD_TAPE_H
+#define CLMAD_TAPE_H
+
+#include "runtime/tensor.h"
+
+typedef struct clmad_node clmad_node;
+
+/* Computes the adjoints of the node's inputs from node->out_adj and hands
+ * each to clmad__accumulate_input. out_adj entries may be NULL (zero). */
+typedef clmad_status (*clmad_backward_fn)(clmad_context *ctx, clmad_node *node);
+
+/* A node and its per-input and per-output arrays are one allocation sized
+ * by the operation's arity: every recorded operation has a node, so it must
+ * stay small (a few hundred bytes for a binary operation). */
+struct clmad_node {
+    const char *name;                     /* for messages: "broadcast(cell)", "matmul", ... */
+    clmad_backward_fn backward;
+    void (*free_data)(clmad_node *node);  /* releases node->data (may be NULL) */
+    void *data;
+    uint64_t saved_bytes;                 /* device bytes node->data keeps */
+    int n_inputs;
+    clmad_tensor **inputs;                /* n_inputs strong references */
+    int n_outputs;
+    clmad_dtype dtype;
+    /* Per output, n_outputs of each: */
+    int *out_ndim;
+    size_t (*out_shape)[CLMAD_MAX_DIMS];
+    clmad_tensor **out_adj;               /* adjoints gathered during backward */
+    /* Lazy adjoints, never expanded to the output's shape: out_adj[o] is one
+     * value for every element (out_adj_scalar[o]) and/or is to be multiplied
+     * by the one-element out_adj_scale[o]; it may be another node's tensor
+     * (read only). Handed over by clmad__give_adjoint; only nodes with
+     * lazy_adjoints set see them, the others get full tensors. */
+    clmad_tensor **out_adj_scale;
+    unsigned char *out_adj_scalar;
+    unsigned char *out_adj_lazy;
+    int lazy_adjoints;                    /* backward reads lazy adjoints (broadcast nodes) */
+};
+
+/* 1 if gradients must flow to t: a leaf that requires them, or the output
+ * of a node on the current tape. */
+int clmad__needs_grad(const clmad_context *ctx, const clmad_tensor *t);
+
+/* 1 if the current tape still needs t's values: a node keeps it as an
+ * input, or t is the output of a node on the tape. Writing into such a
+ * tensor outside the tape would make backward wrong. */
+int clmad__tape_holds(const clmad_context *ctx, const clmad_tensor *t);
+
+/* 1 if an operation on these inputs must be recorded. */
+int clmad__should_record(const clmad_context *ctx, clmad_tensor *const *inputs, int n);
+
+/* Creates a node over inputs (retained) and outputs (marked as produced by
+ * it). On success the tape owns the node; `data` and its free function are
+ * attached by the caller before or after. */
+clmad_status clmad__record(clmad_context *ctx, const char *name, clmad_backward_fn backward,
+                           clmad_tensor *const *inputs, int n_inputs, clmad_tensor **outputs,
+                           int n_outputs, clmad_node **node);
+
+/* Where the adjoint of input j of node accumulates: the producing node's
+ * out_adj slot, or the leaf's grad. NULL when the input needs no gradient. */
+clmad_tensor **clmad__adjoint_slot(clmad_context *ctx, clmad_node *node, int j);
+
+/* Adds g (of input j's shape; ownership passes to the callee) into the
+ * adjoint slot of input j of node. */
+clmad_status clmad__accumulate_input(clmad_context *ctx, clmad_node *node, int j, clmad_tensor *g);
+
+/* Hands input j of node the adjoint a (times the one-element scale, if not
+ * NULL); a has one element (read for every element of the input) or the
+ * input's:
+ * lazily when the input's producer takes lazy adjoints and has none yet,
+ * else expanded into a new tensor and accumulated. a and scale stay the
+ * caller's (retained as needed). */
+clmad_status clmad__give_adjoint(clmad_context *ctx, clmad_node *node, int j, clmad_tensor *a,
+                                 clmad_tensor *scale);
+
+/* Replaces a lazy out_adj[o] of node by a full tensor of the output's shape. */
+clmad_status clmad__materialize_adjoint(clmad_context *ctx, clmad_node *node, int o);
+
+/* Makes the adjoint slot of input j of node hold a full tensor (or nothing),
+ * so that it can be accumulated into in place. */
+clmad_status clmad__settle_adjoint_slot(clmad_context *ctx, clmad_node *node, int j);
+
+/* dst += src, same shape and dtype. */
+clmad_status clmad__accumulate_into(clmad_context *ctx, clmad_tensor *dst, clmad_tensor *src);
+
+/* Frees every node (releasing what they keep). */
+void clmad__tape_free_nodes(clmad_context *ctx);
+
+#endif

@@ -20,7 +20,7 @@
 #include "bench_common.h"
 #include "base/embedded.h"
 #include "broadcast/kernel.h"
-#include "runtime/tensor.h"
+#include "runtime/primitives.h"
 
 #include <math.h>
 

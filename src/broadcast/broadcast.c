@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* clmad_broadcast and its forward-mode forms: checks, chunking, launch. */
+#include "runtime/primitives.h"
 #include "broadcast/kernel.h"
 #include "tape/tape.h"
 

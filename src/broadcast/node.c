@@ -10,7 +10,7 @@
  * in a fixed order (ops_reduce.c).
  */
 #include "broadcast/kernel.h"
-#include "ops/ops.h"
+#include "runtime/primitives.h"
 #include "runtime/scope.h"
 #include "tape/tape.h"
 

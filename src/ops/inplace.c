@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* In-place updates outside the tape: y = alpha x + beta y into an existing
  * tensor, refused while the tape keeps it. */
+#include "runtime/primitives.h"
 #include "tape/tape.h"
 #include "ops/train.h"
 

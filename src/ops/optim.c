@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Optimizers: SGD with momentum, Adam and AdamW as one fused in-place
  * kernel per parameter (cl/train.cl), their state owned by the optimizer. */
+#include "runtime/primitives.h"
 #include "runtime/scope.h"
 #include "ops/train.h"
 

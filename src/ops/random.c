@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Random initialisation on the device: counter-based Philox4x32-10, so a
  * tensor is a pure function of its seed, shape and dtype (cl/train.cl). */
+#include "runtime/primitives.h"
 #include "runtime/tensor.h"
 
 #include <math.h>

@@ -5,6 +5,7 @@
 
 #include "runtime/buffer_pool.h"
 #include "runtime/error.h"
+#include "runtime/kernel_ids.h"
 #include "runtime/program.h"
 
 /* A growable message buffer (the last error of a context or a thread). */
@@ -23,37 +24,6 @@ typedef struct clmad_tape {
     int retain;              /* keep the nodes after backward */
     clmad_partials_policy policy;
 } clmad_tape;
-
-/* Internal kernels of cl/ops.cl and cl/axis.cl, built once per context and
- * dtype (one program per file). */
-typedef enum clmad_ops_kernel_id {
-    CLMAD_OPS_STRIDED_COPY,
-    CLMAD_OPS_REDUCE_SUM,
-    CLMAD_OPS_ACCUMULATE,
-    CLMAD_OPS_FILL,
-    CLMAD_OPS_EXPAND_SCALED,
-    CLMAD_OPS_DOT_PARTS,
-    CLMAD_OPS_SUM_RANGES,
-    CLMAD_OPS_DOT_RANGES,
-    /* cl/axis.cl (src/ops_axis.c, src/ops_losses.c) */
-    CLMAD_OPS_AXIS_REDUCE,
-    CLMAD_OPS_AXIS_SOFTMAX,
-    CLMAD_OPS_AXIS_MAX_GRAD,
-    CLMAD_OPS_AXIS_LOGSUMEXP_GRAD,
-    CLMAD_OPS_AXIS_SOFTMAX_GRAD,
-    CLMAD_OPS_ONE_HOT,
-    CLMAD_OPS_COUNT
-} clmad_ops_kernel_id;
-
-/* Kernels of cl/train.cl (random initialisation, in-place updates,
- * optimizer steps), built once per context and dtype (train_kernels.c). */
-typedef enum clmad_train_kernel_id {
-    CLMAD_TRAIN_RAND,
-    CLMAD_TRAIN_AXPBY,
-    CLMAD_TRAIN_SGD,
-    CLMAD_TRAIN_ADAM,
-    CLMAD_TRAIN_COUNT
-} clmad_train_kernel_id;
 
 /* Builtin elementwise operations: broadcast kernels created on first use. */
 typedef enum clmad_builtin_id {
@@ -141,27 +111,6 @@ void clmad__staging_drop_owned(clmad_context *ctx);
  * that would make objects or record on the tape of a context that only
  * its remaining objects keep alive is refused. */
 clmad_status clmad__check_open(const clmad_context *ctx, const char *call);
-
-/* The cl/ops.cl kernel `id` for dtype, built on first use; owned by ctx. */
-clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_kernel_id id,
-                               cl_kernel *kernel);
-
-/* The cl/train.cl kernel `id` for dtype, built on first use; owned by ctx. */
-clmad_status clmad__train_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_train_kernel_id id,
-                                 cl_kernel *kernel);
-
-/* Sets arguments 0..n-1 of k (sizes[i] bytes at values[i]). */
-clmad_status clmad__set_kernel_args(clmad_context *ctx, cl_kernel k, int n, const size_t *sizes,
-                                    const void *const *values);
-
-/* Enqueues a 1-d range of at least n work-items (rounded up to the group)
- * and counts it in the stats with the bytes it reads and writes. */
-clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n, uint64_t bytes);
-/* Sets the first n elements of `mem` (of dtype) to value, with a kernel
- * rather than clEnqueueFillBuffer: Oclgrind (21.10) does not count a
- * buffer fill as initialising memory, so its uninitialised-value checks of
- * every kernel that reads a filled tensor would be false alarms. */
-clmad_status clmad__fill(clmad_context *ctx, cl_mem mem, clmad_dtype dtype, size_t n, double value);
 
 /* The message slot of ctx, or of this thread when ctx is NULL. */
 clmad_message *clmad__message_slot(const clmad_context *ctx);

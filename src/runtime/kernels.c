@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include "runtime/primitives.h"
 #include "runtime/context.h"
 #include "base/embedded.h"
 #include "base/strbuf.h"

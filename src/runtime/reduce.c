@@ -2,7 +2,7 @@
 /* Deterministic reductions (sum, mean, unbroadcast) and strided copies. */
 #include "broadcast/codegen.h"
 #include "runtime/context.h"
-#include "ops/ops.h"
+#include "runtime/primitives.h"
 #include "base/strbuf.h"
 #include "tape/tape.h"
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include "runtime/primitives.h"
 #include "runtime/tensor.h"
 #include "runtime/scope.h"
 #include "base/strbuf.h"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The kernels of cl/train.cl, one program per context and dtype, as
  * ops_kernels.c builds cl/ops.cl. */
+#include "runtime/primitives.h"
 #include "runtime/context.h"
 #include "base/embedded.h"
 #include "base/strbuf.h"

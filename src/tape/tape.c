@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include "runtime/primitives.h"
 #include "tape/tape.h"
 #include "runtime/scope.h"
 

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Device primitives that the tape, the broadcast code and the builtins stand
+ * on: the context's cached internal kernels, kernel arguments and launches,
+ * fill, strided copy and the deterministic reductions. */
+#ifndef CLMAD_PRIMITIVES_H
+#define CLMAD_PRIMITIVES_H
+
+#include "runtime/tensor.h"
+
+/* The cl/ops.cl kernel `id` for dtype, built on first use; owned by ctx. */
+clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_kernel_id id,
+                               cl_kernel *kernel);
+
+/* The cl/train.cl kernel `id` for dtype, built on first use; owned by ctx. */
+clmad_status clmad__train_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_train_kernel_id id,
+                                 cl_kernel *kernel);
+
+/* Sets arguments 0..n-1 of k (sizes[i] bytes at values[i]). */
+clmad_status clmad__set_kernel_args(clmad_context *ctx, cl_kernel k, int n, const size_t *sizes,
+                                    const void *const *values);
+
+/* Enqueues a 1-d range of at least n work-items (rounded up to the group)
+ * and counts it in the stats with the bytes it reads and writes. */
+clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n, uint64_t bytes);
+/* Sets the first n elements of `mem` (of dtype) to value, with a kernel
+ * rather than clEnqueueFillBuffer: Oclgrind (21.10) does not count a
+ * buffer fill as initialising memory, so its uninitialised-value checks of
+ * every kernel that reads a filled tensor would be false alarms. */
+clmad_status clmad__fill(clmad_context *ctx, cl_mem mem, clmad_dtype dtype, size_t n, double value);
+
+/* Sums src over the dimensions where the target shape (aligned at the last
+ * axis, like broadcasting) has size 1 or is missing: the adjoint of a
+ * broadcast ("unbroadcast"). Fixed summation order: bitwise reproducible.
+ * *out is new, of the target shape. */
+clmad_status clmad__sum_to_shape(clmad_context *ctx, clmad_tensor *src, int ndim, const size_t *shape,
+                                 clmad_tensor **out);
+
+/* out = scale * sum of src over the dimensions d with reduce[d] != 0; *out
+ * is new with shape out_ndim/out_shape (numel = product of kept dims). */
+clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *reduce, double scale,
+                           int out_ndim, const size_t *out_shape, clmad_tensor **out);
+
+/* For every element e of dims[0..nd): dst[dst_off + e . dst_strides]
+ * (+)= scale * src[src_off + e . src_strides]. */
+clmad_status clmad__strided_copy(clmad_context *ctx, clmad_tensor *dst, size_t dst_off,
+                                 const size_t *dst_strides, clmad_tensor *src, size_t src_off,
+                                 const size_t *src_strides, int nd, const size_t *dims, double scale,
+                                 int accumulate);
+
+/* How many partial sums per kept element the first pass of clmad__reduce
+ * makes (the order of its additions; clmad_dot follows it). */
+size_t clmad__reduce_parts(size_t n_keep, size_t n_red);
+
+/* 1 when a pass of clmad__reduce sums one contiguous run to one value by
+ * ranges (CPUs: a work-item streams a range in vector loads; GPUs keep the
+ * interleaved parts, which coalesce). */
+int clmad__sum_by_ranges(const clmad_context *ctx, size_t n_keep, int nr, const size_t *rs);
+
+/* How many ranges such a pass over n elements makes. */
+size_t clmad__range_parts(size_t n);
+
+/* One pass by ranges: dst[p] = sum over range p of a[q] (CLMAD_OPS_SUM_RANGES,
+ * b NULL) or of a[q] * b[q] (CLMAD_OPS_DOT_RANGES). */
+clmad_status clmad__range_pass(clmad_context *ctx, clmad_ops_kernel_id id, cl_mem dst, cl_mem a, cl_mem b,
+                               clmad_dtype dtype, size_t n, size_t parts);
+
+/* Row-major contiguous strides of a shape. */
+void clmad__contiguous_strides(int ndim, const size_t *shape, size_t *strides);
+
+#endif

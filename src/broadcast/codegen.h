@@ -40,6 +40,45 @@ typedef struct clmad_variant {
                                            (CLMAD_ROWS_*); 0: coordinates per element */
 } clmad_variant;
 
+/* The arguments of a generated kernel, in order: the one contract between
+ * the signature codegen writes (clmad__emit_signature) and the arguments
+ * the launcher sets (launch.c). Every list starts with the element count;
+ * then
+ *   PRIMAL, PARTIALS, JVP: VALUE o, PARTIALS: PARTIAL o s (output-major) |
+ *     JVP: TANGENT_OUT o;  INPUT j;  JVP: TANGENT_IN j where slot[j];
+ *   VJP and STORED: ADJ o for the outputs in adj_mask, each followed by its
+ *     ADJ_SCALE where adj_scaled has its bit;  GRAD s;  VJP: INPUT j;
+ *     STORED: STORED o s for the outputs in adj_mask (no inputs);
+ *   when any input is strided: DIM d, then per strided input STRIDE j d. */
+typedef enum clmad_arg_kind {
+    CLMAD_ARG_COUNT,       /* ulong: elements of the output */
+    CLMAD_ARG_VALUE,       /* output o's values (written) */
+    CLMAD_ARG_PARTIAL,     /* d output o / d slot s (written) */
+    CLMAD_ARG_TANGENT_OUT, /* output o's tangent (written) */
+    CLMAD_ARG_ADJ,         /* output o's adjoint */
+    CLMAD_ARG_ADJ_SCALE,   /* the one-element scale of output o's adjoint */
+    CLMAD_ARG_GRAD,        /* gradient target of slot s (written or accumulated) */
+    CLMAD_ARG_STORED,      /* the stored d output o / d slot s */
+    CLMAD_ARG_INPUT,       /* input j */
+    CLMAD_ARG_TANGENT_IN,  /* input j's tangent */
+    CLMAD_ARG_DIM,         /* ulong: collapsed dimension d */
+    CLMAD_ARG_STRIDE       /* ulong: input j's element stride over dimension d */
+} clmad_arg_kind;
+
+typedef struct clmad_kernel_arg {
+    unsigned char kind; /* clmad_arg_kind */
+    unsigned char o, s, j, d;
+} clmad_kernel_arg;
+
+/* The longest list: PARTIALS with every input strided (VJP, JVP and
+ * STORED take fewer). */
+#define CLMAD_MAX_KERNEL_ARGS \
+    (1 + CLMAD_MAX_OUTPUTS * (1 + CLMAD_MAX_INPUTS) + CLMAD_MAX_INPUTS + CLMAD_MAX_DIMS * (1 + CLMAD_MAX_INPUTS))
+
+/* Fills args (CLMAD_MAX_KERNEL_ARGS entries) with the arguments of the
+ * kernel that v generates, in order; returns how many. */
+int clmad__kernel_arguments(const clmad_variant *v, clmad_kernel_arg *args);
+
 /* 1 if a and b generate the same program: every field compared, the arrays
  * over their meaningful prefix (access and slot over n_inputs, accumulate
  * over K), so that what a caller left beyond them does not count. This is
@@ -64,6 +103,17 @@ char *clmad__map_build_log(const char *log, int first_line, int n_lines);
 /* 1 if a build log blames the type T (a quoted type 'T', '__private T',
  * ...): in a dual variant, an operator or builtin applied to a dual number. */
 int clmad__log_blames_T(const char *log);
+
+/* Parts of clmad__generate_program: the signature from the argument list
+ * (arguments.c) and the body (codegen_body.c). */
+void clmad__emit_signature(clmad_strbuf *sb, const clmad_variant *v);
+void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v, const char *fn);
+
+/* Sets aside the user's macros named like the words (NULL-terminated) of a
+ * pragma written after the user's source, and restores them after it:
+ * clang expands macros in a pragma's arguments (`#define pop`). */
+void clmad__unmacro(clmad_strbuf *sb, const char *const *words);
+void clmad__remacro(clmad_strbuf *sb, const char *const *words);
 
 /* Name of the generated kernel: clmad_bcast_<mode> (primal, partials, jvp,
  * vjp, stored), so that profilers and POCL's kernel cache tell them apart

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "broadcast/kernel.h"
+/* clmad_kernel_create and clmad_kernel_release: a kernel object, its source
+ * lowered, and the variants compiled at creation. */
+#include "broadcast/launch.h"
+#include "broadcast/variants.h"
+#include "runtime/context.h"
 #include "lower/lower.h"
 
 #include <ctype.h>
@@ -26,95 +30,13 @@ static int is_identifier(const char *s)
     return 1;
 }
 
-clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_kernel *out)
-{
-    for (clmad_kernel_variant *kv = k->variants; kv; kv = kv->next)
-        if (clmad__variant_equal(&kv->variant, v)) {
-            *out = kv->kernel;
-            return CLMAD_OK;
-        }
-
-    clmad_context *ctx = k->ctx;
-    clmad_strbuf sb = {0};
-    const int first_line = clmad__generate_program(&sb, v, k->source, k->fn_name, ctx->inline_pragma);
-    if (sb.failed) {
-        clmad__sb_free(&sb);
-        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory generating a kernel");
-    }
-    cl_program program;
-    char *log = NULL;
-    clmad_status st = clmad__program_get(ctx, sb.data, "", &program, &log);
-    clmad__sb_free(&sb);
-    if (st == CLMAD_ERR_BUILD) {
-        char expected[160];
-        if (k->n_outputs == 1)
-            snprintf(expected, sizeof expected, "T %s(%d T inputs)", k->fn_name, k->n_inputs);
-        else
-            snprintf(expected, sizeof expected, "void %s(%d T inputs, then %d T * outputs)",
-                     k->fn_name, k->n_inputs, k->n_outputs);
-        int n_lines = 1;
-        for (const char *c = k->source; *c; c++)
-            n_lines += *c == '\n';
-        char *mapped = log ? clmad__map_build_log(log, first_line, n_lines) : NULL;
-        if (mapped) {
-            free(log);
-            log = mapped;
-        }
-        /* In a derivative variant, an error about T is an operator or a
-         * builtin applied to a dual number where the front end did not
-         * rewrite it: inside a function-like macro, or in a source it did
-         * not parse. */
-        const char *hint = v->K > 0 && log && clmad__log_blames_T(log)
-                               ? "\nhint: T is a dual number in derivative variants: write ad_mul(x, y), "
-                                 "ad_add(x, y), ... where the front end does not rewrite operators on T "
-                                 "(inside a function-like macro: make it a helper function over T; in a "
-                                 "source it did not parse), ad_sin(x) for builtins, and compare ad_val(x) "
-                                 "(see the template language in README)"
-                               : "";
-        st = clmad__fail(ctx, CLMAD_ERR_BUILD,
-                         "kernel \"%s\" does not compile on device \"%s\" (expected signature: %s; "
-                         "\"source:LINE:COL\" is a position in your source):\n%s%s%s%s",
-                         k->fn_name, ctx->info.name, expected, log ? log : "(no log)", hint,
-                         k->lower_note ? "\nthe plain-syntax front end compiled this source as written, "
-                                         "since it did not parse it:\n"
-                                       : "",
-                         k->lower_note ? k->lower_note : "");
-        free(log);
-        return st;
-    }
-    if (st != CLMAD_OK)
-        return st;
-
-    clmad_kernel_variant *kv = calloc(1, sizeof *kv);
-    if (!kv)
-        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory caching a kernel");
-    cl_int err;
-    kv->kernel = clCreateKernel(program, clmad__kernel_name(v->mode), &err);
-    if (err != CL_SUCCESS) {
-        free(kv);
-        return clmad__fail_cl(ctx, err, "clCreateKernel");
-    }
-    kv->variant = *v;
-    kv->next = k->variants;
-    k->variants = kv;
-    *out = kv->kernel;
-    return CLMAD_OK;
-}
-
 /* A variant of k over full-shape f32 inputs, none seeded. */
 static void create_variant(const clmad_kernel *k, clmad_mode mode, clmad_variant *v)
 {
-    memset(v, 0, sizeof *v);
-    v->mode = mode;
-    v->dtype = CLMAD_F32;
-    v->n_inputs = k->n_inputs;
-    v->n_outputs = k->n_outputs;
-    v->write_values = 1;
-    v->items = clmad__items_per_work_item(k->ctx);
-    for (int j = 0; j < k->n_inputs; j++) {
-        v->access[j] = CLMAD_ACCESS_FULL;
-        v->slot[j] = mode == CLMAD_MODE_PARTIALS || mode == CLMAD_MODE_VJP ? -1 : 0;
-    }
+    clmad_bcast_plan full = {.n_inputs = k->n_inputs};
+    for (int j = 0; j < k->n_inputs; j++)
+        full.access[j] = CLMAD_ACCESS_FULL;
+    clmad__bcast_variant(k, &full, CLMAD_F32, mode, v);
 }
 
 /* The dual variant compiled at creation: the one that the first derivative
@@ -211,13 +133,7 @@ void clmad_kernel_release(clmad_kernel *k)
 {
     if (!k || --k->refcount > 0)
         return;
-    clmad_kernel_variant *kv = k->variants;
-    while (kv) {
-        clmad_kernel_variant *next = kv->next;
-        clReleaseKernel(kv->kernel);
-        free(kv);
-        kv = next;
-    }
+    clmad__kernel_variants_release(k);
     clmad_context *ctx = k->ctx;
     free(k->source);
     free(k->lower_note);

@@ -9,7 +9,8 @@
  * agree bitwise; broadcast-expanded inputs are then reduced to their shape
  * in a fixed order (ops_reduce.c).
  */
-#include "broadcast/kernel.h"
+#include "broadcast/node.h"
+#include "broadcast/launch.h"
 #include "runtime/primitives.h"
 #include "runtime/scope.h"
 #include "tape/tape.h"
@@ -142,27 +143,22 @@ static clmad_status chunked_backward(clmad_context *ctx, clmad_node *node, bcast
         int most = (96 - n_adj) / (n_adj + 1);
         cap = most < 1 ? 1 : most < cap ? most : cap;
     }
-    int size = clmad__chunk_size(n_act, cap);
     clmad_status st = CLMAD_OK;
-    for (int first = 0; st == CLMAD_OK && first < n_act; first += size) {
-        int K = n_act - first < size ? n_act - first : size;
+    clmad_chunks c = clmad__chunks(act, n_act, cap);
+    while (st == CLMAD_OK && clmad__next_chunk(&c)) {
         clmad_variant v;
         clmad__bcast_variant(k, plan, node->dtype, store ? CLMAD_MODE_STORED : CLMAD_MODE_VJP, &v);
-        v.K = K;
         v.write_values = 0;
         v.adj_mask = mask;
         v.adj_scalar = scalar;
         v.adj_scaled = scaled;
+        clmad_tensor *stored[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS] = {0};
+        clmad__chunk_seed(&c, &v, store ? d->partials : NULL, stored);
         grad_target t[CLMAD_MAX_INPUTS];
         clmad_tensor *targets[CLMAD_MAX_INPUTS];
-        clmad_tensor *stored[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS] = {0};
         int opened = 0;
-        for (int s = 0; s < K && st == CLMAD_OK; s++, opened++) {
-            int j = act[first + s];
-            v.slot[j] = (signed char)s;
-            for (int o = 0; o < n_out; o++)
-                stored[o * K + s] = store ? d->partials[o * n_in + j] : NULL;
-            st = target_open(ctx, node, d, plan, j, &t[s]);
+        for (int s = 0; s < c.K && st == CLMAD_OK; s++, opened++) {
+            st = target_open(ctx, node, d, plan, c.act[c.first + s], &t[s]);
             targets[s] = t[s].tensor;
             v.accumulate[s] = (char)t[s].accumulate;
         }
@@ -235,15 +231,7 @@ clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tens
         for (int i = 0; i < n_partials; i++)
             clmad__scope_forget(d->partials[i]); /* the node keeps them, not the caller */
     } else {
-        st = clmad__bcast_new_outputs(ctx, plan, dtype, k->n_outputs, values);
-        if (st == CLMAD_OK && plan->numel > 0) {
-            clmad_variant v;
-            clmad__bcast_variant(k, plan, dtype, CLMAD_MODE_PRIMAL, &v);
-            clmad_launch_args a = {.values = values, .inputs = inputs};
-            st = clmad__bcast_launch(k, &v, plan, &a);
-            if (st != CLMAD_OK)
-                clmad__release_all(values, k->n_outputs);
-        }
+        st = clmad__bcast_primal(k, plan, inputs, values);
     }
     if (st != CLMAD_OK) {
         free(d);

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* clmad_broadcast and its forward-mode forms: the public calls, their
+ * argument checks, and recording when an input needs a gradient. */
+#include "broadcast/launch.h"
+#include "broadcast/node.h"
+#include "runtime/context.h"
+#include "tape/tape.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Checks the arguments common to every broadcast call and plans the shapes. */
+static clmad_status check_and_plan(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+                                   const char *call, clmad_bcast_plan *plan)
+{
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", call);
+    if (!k || !inputs)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: kernel and inputs must not be NULL",
+                           call);
+    if (k->ctx != ctx)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                           "%s(%s): the kernel belongs to another context", call, k->fn_name);
+    char what[160];
+    snprintf(what, sizeof what, "%s(%s)", call, k->fn_name);
+    for (int j = 0; j < k->n_inputs; j++) {
+        if (!inputs[j])
+            return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s(%s): input %d is NULL", call,
+                               k->fn_name, j);
+        clmad_status st = clmad__check_same_context(ctx, inputs[j], what, "input %d", j);
+        if (st != CLMAD_OK)
+            return st;
+        if (inputs[j]->dtype != inputs[0]->dtype)
+            return clmad__fail(ctx, CLMAD_ERR_DTYPE,
+                               "%s(%s): input %d is %s but input 0 is %s; inputs must share one dtype",
+                               call, k->fn_name, j, inputs[j]->dtype == CLMAD_F64 ? "f64" : "f32",
+                               inputs[0]->dtype == CLMAD_F64 ? "f64" : "f32");
+    }
+    clmad_status st = clmad__check_dtype(ctx, inputs[0]->dtype);
+    if (st != CLMAD_OK)
+        return st;
+    return clmad__plan_broadcast(ctx, what, inputs, k->n_inputs, plan);
+}
+
+clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+                             clmad_tensor **outputs)
+{
+    clmad_bcast_plan plan;
+    clmad_status st = check_and_plan(ctx, k, inputs, "clmad_broadcast", &plan);
+    if (st != CLMAD_OK)
+        return st;
+    if (!outputs)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_broadcast(%s): outputs is NULL",
+                           k->fn_name);
+    if (clmad__should_record(ctx, inputs, k->n_inputs))
+        return clmad__bcast_record(ctx, k, inputs, &plan, outputs);
+    clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0};
+    st = clmad__bcast_primal(k, &plan, inputs, values);
+    if (st != CLMAD_OK)
+        return st;
+    memcpy(outputs, values, (size_t)k->n_outputs * sizeof *outputs);
+    return CLMAD_OK;
+}
+
+clmad_status clmad_broadcast_partials(clmad_context *ctx, clmad_kernel *k,
+                                      clmad_tensor *const *inputs, const int *active,
+                                      clmad_tensor **outputs, clmad_tensor **partials)
+{
+    clmad_bcast_plan plan;
+    clmad_status st = check_and_plan(ctx, k, inputs, "clmad_broadcast_partials", &plan);
+    if (st != CLMAD_OK)
+        return st;
+    if (!outputs || !partials)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                           "clmad_broadcast_partials(%s): outputs and partials must not be NULL",
+                           k->fn_name);
+    return clmad__bcast_run_partials(k, &plan, inputs, active, outputs, partials);
+}
+
+clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+                                 clmad_tensor *const *tangents, clmad_tensor **outputs,
+                                 clmad_tensor **out_tangents)
+{
+    clmad_bcast_plan plan;
+    clmad_status st = check_and_plan(ctx, k, inputs, "clmad_broadcast_jvp", &plan);
+    if (st != CLMAD_OK)
+        return st;
+    if (!tangents || !outputs || !out_tangents)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                           "clmad_broadcast_jvp(%s): tangents, outputs and out_tangents must not be NULL",
+                           k->fn_name);
+    for (int j = 0; j < k->n_inputs; j++) {
+        const clmad_tensor *t = tangents[j], *x = inputs[j];
+        if (!t)
+            continue;
+        char what[160];
+        snprintf(what, sizeof what, "clmad_broadcast_jvp(%s)", k->fn_name);
+        st = clmad__check_same_context(ctx, t, what, "tangent %d", j);
+        if (st != CLMAD_OK)
+            return st;
+        if (t->dtype != x->dtype)
+            return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_broadcast_jvp(%s): tangent %d has another dtype than its input",
+                               k->fn_name, j);
+        int same = t->ndim == x->ndim;
+        for (int d = 0; same && d < t->ndim; d++)
+            same = t->shape[d] == x->shape[d];
+        if (!same)
+            return clmad__fail(ctx, CLMAD_ERR_SHAPE,
+                               "clmad_broadcast_jvp(%s): tangent %d must have the shape of input %d",
+                               k->fn_name, j, j);
+    }
+    clmad_dtype dtype = inputs[0]->dtype;
+    clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0}, *dvalues[CLMAD_MAX_OUTPUTS] = {0};
+    st = clmad__bcast_new_outputs(ctx, &plan, dtype, k->n_outputs, values);
+    if (st == CLMAD_OK)
+        st = clmad__bcast_new_outputs(ctx, &plan, dtype, k->n_outputs, dvalues);
+    if (st == CLMAD_OK && plan.numel > 0) {
+        clmad_variant v;
+        clmad__bcast_variant(k, &plan, dtype, CLMAD_MODE_JVP, &v);
+        v.K = 1;
+        for (int j = 0; j < k->n_inputs; j++)
+            v.slot[j] = tangents[j] != NULL;
+        clmad_launch_args a = {.values = values, .derivs = dvalues, .inputs = inputs, .tangents = tangents};
+        st = clmad__bcast_launch(k, &v, &plan, &a);
+    }
+    if (st != CLMAD_OK) {
+        clmad__release_all(values, k->n_outputs);
+        clmad__release_all(dvalues, k->n_outputs);
+        return st;
+    }
+    memcpy(outputs, values, (size_t)k->n_outputs * sizeof *outputs);
+    memcpy(out_tangents, dvalues, (size_t)k->n_outputs * sizeof *out_tangents);
+    return CLMAD_OK;
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The chunk cap (public), chunks of active inputs, elements per work-item. */
+#include "broadcast/chunks.h"
+#include "runtime/context.h"
+
+/* The default chunk cap of a device, from bench_arity (bench/results):
+ * every chunk re-evaluates the primal, so on POCL (CPU), rusticl
+ * (llvmpipe) and an H100 one chunk of up to 16 partials was the fastest
+ * at every N <= 16 (H100, N = 16: 0.053 ns/element with cap 16, 0.079 with
+ * 8, 0.135 with 4), with no spilling reported. Devices of other kinds
+ * (accelerators) keep the paper's cautious 8. */
+static int device_chunk_cap(const clmad_context *ctx)
+{
+    return ctx->info.type == CLMAD_DEVICE_CPU || ctx->info.type == CLMAD_DEVICE_GPU ? 16 : 8;
+}
+
+int clmad_chunk_cap(const clmad_context *ctx)
+{
+    if (!ctx)
+        return 0;
+    return ctx->chunk_cap > 0 ? ctx->chunk_cap : device_chunk_cap(ctx);
+}
+
+clmad_status clmad_set_chunk_cap(clmad_context *ctx, int cap)
+{
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_set_chunk_cap: ctx is NULL");
+    if (cap < 0 || cap > CLMAD_MAX_INPUTS)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                           "clmad_set_chunk_cap: cap %d is outside 0..%d", cap, CLMAD_MAX_INPUTS);
+    ctx->chunk_cap = cap;
+    return CLMAD_OK;
+}
+
+int clmad__items_per_work_item(const clmad_context *ctx)
+{
+    return ctx->items;
+}
+
+/* Splits n active inputs into chunks of at most cap: the fewest chunks, then
+ * the most even sizes (ForwardDiff's rule). Returns the chunk size. */
+int clmad__chunk_size(int n, int cap)
+{
+    if (n <= cap)
+        return n;
+    int chunks = (n + cap - 1) / cap;
+    return (n + chunks - 1) / chunks;
+}
+
+clmad_chunks clmad__chunks(const int *act, int n, int cap)
+{
+    return (clmad_chunks){.act = act, .n = n, .size = clmad__chunk_size(n, cap)};
+}
+
+int clmad__next_chunk(clmad_chunks *c)
+{
+    c->first += c->K;
+    c->K = c->n - c->first < c->size ? c->n - c->first : c->size;
+    return c->K > 0;
+}
+
+void clmad__chunk_seed(const clmad_chunks *c, clmad_variant *v, clmad_tensor *const *per_input,
+                       clmad_tensor **chunk)
+{
+    const int K = c->K;
+    v->K = K;
+    for (int s = 0; s < K; s++) {
+        const int j = c->act[c->first + s];
+        v->slot[j] = (signed char)s;
+        if (per_input)
+            for (int o = 0; o < v->n_outputs; o++)
+                chunk[o * K + s] = per_input[o * v->n_inputs + j];
+    }
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Running a broadcast kernel over a plan: the variant, its arguments, the
+ * launch, new outputs, the primal forward and the chunked partials. */
+#ifndef CLMAD_BROADCAST_LAUNCH_H
+#define CLMAD_BROADCAST_LAUNCH_H
+
+#include "broadcast/kernel.h"
+
+/* Tensors handed to a generated kernel, by argument kind (codegen.h). */
+typedef struct clmad_launch_args {
+    clmad_tensor **values;         /* PRIMAL/PARTIALS/JVP: n_outputs outputs; VJP, STORED: the
+                                      adjoints (entries whose adj_mask bit is clear are ignored) */
+    clmad_tensor **derivs;         /* PARTIALS: n_outputs * K (output-major); JVP: n_outputs;
+                                      VJP, STORED: K gradient targets */
+    clmad_tensor *const *inputs;   /* n_inputs (not read by STORED) */
+    clmad_tensor *const *tangents; /* JVP only: n_inputs, NULL entries skipped */
+    clmad_tensor **adj_scales;     /* VJP, STORED: per output, the scale of a scaled adjoint */
+    clmad_tensor **stored;         /* STORED: the partials, n_outputs * K (output-major) */
+} clmad_launch_args;
+
+/* A variant of k for plan in mode, every input unseeded. */
+void clmad__bcast_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, clmad_dtype dtype,
+                          clmad_mode mode, clmad_variant *v);
+
+/* Builds (or finds) variant v of k and enqueues it over plan. */
+clmad_status clmad__bcast_launch(clmad_kernel *k, const clmad_variant *v, const clmad_bcast_plan *plan,
+                                 const clmad_launch_args *a);
+
+/* n new uninitialised tensors of the plan's output shape (all or none). */
+clmad_status clmad__bcast_new_outputs(clmad_context *ctx, const clmad_bcast_plan *plan,
+                                      clmad_dtype dtype, int n, clmad_tensor **out);
+
+/* Releases t[0..n) and sets them to NULL. */
+void clmad__release_all(clmad_tensor **t, int n);
+
+/* The primal forward: k's n_outputs values over a checked plan, as new
+ * tensors (all or none). */
+clmad_status clmad__bcast_primal(clmad_kernel *k, const clmad_bcast_plan *plan,
+                                 clmad_tensor *const *inputs, clmad_tensor **values);
+
+/* Outputs and partials (see clmad_broadcast_partials) over a checked plan. */
+clmad_status clmad__bcast_run_partials(clmad_kernel *k, const clmad_bcast_plan *plan,
+                                       clmad_tensor *const *inputs, const int *active,
+                                       clmad_tensor **outputs, clmad_tensor **partials);
+
+#endif

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A kernel's cache of compiled variants. */
+#ifndef CLMAD_BROADCAST_VARIANTS_H
+#define CLMAD_BROADCAST_VARIANTS_H
+
+#include "broadcast/kernel.h"
+
+/* The cl_kernel of variant v of k: from k's list, else generated and built
+ * (through the context's program cache). Owned by k. */
+clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_kernel *out);
+
+/* Releases every cached variant of k. */
+void clmad__kernel_variants_release(clmad_kernel *k);
+
+#endif

@@ -71,50 +71,44 @@ int clmad__kernel_arguments(const clmad_variant *v, clmad_kernel_arg *args)
     return n;
 }
 
+/* Each argument's parameter in the signature, named by up to two of its
+ * indices: the first and second of `by`, from o, s, j and d. */
+static const struct {
+    const char *format;
+    const char *by;
+} PARAMETER[] = {
+    [CLMAD_ARG_COUNT] = {"__kernel void %s(ulong clmad__n", ""},
+    [CLMAD_ARG_VALUE] = {",\n    __global real *restrict clmad__y%d", "o"},
+    [CLMAD_ARG_PARTIAL] = {",\n    __global real *restrict clmad__p%d_%d", "os"},
+    [CLMAD_ARG_TANGENT_OUT] = {",\n    __global real *restrict clmad__ty%d", "o"},
+    [CLMAD_ARG_ADJ] = {",\n    __global const real *restrict clmad__adj%d", "o"},
+    [CLMAD_ARG_ADJ_SCALE] = {", __global const real *restrict clmad__adjs%d", "o"},
+    [CLMAD_ARG_GRAD] = {",\n    __global real *restrict clmad__g%d", "s"},
+    [CLMAD_ARG_STORED] = {",\n    __global const real *restrict clmad__p%d_%d", "os"},
+    [CLMAD_ARG_INPUT] = {",\n    __global const real *restrict clmad__x%d", "j"},
+    [CLMAD_ARG_TANGENT_IN] = {",\n    __global const real *restrict clmad__tx%d", "j"},
+    [CLMAD_ARG_DIM] = {", ulong clmad__dim%d", "d"},
+    [CLMAD_ARG_STRIDE] = {", ulong clmad__s%d_%d", "jd"},
+};
+
+static int index_of(const clmad_kernel_arg *a, char which)
+{
+    return which == 'o' ? a->o : which == 's' ? a->s : which == 'j' ? a->j : a->d;
+}
+
 void clmad__emit_signature(clmad_strbuf *sb, const clmad_variant *v)
 {
     clmad_kernel_arg args[CLMAD_MAX_KERNEL_ARGS];
     const int n = clmad__kernel_arguments(v, args);
     for (int i = 0; i < n; i++) {
         const clmad_kernel_arg *a = &args[i];
-        switch ((clmad_arg_kind)a->kind) {
-        case CLMAD_ARG_COUNT:
-            clmad__sb_printf(sb, "__kernel void %s(ulong clmad__n", clmad__kernel_name(v->mode));
-            break;
-        case CLMAD_ARG_VALUE:
-            clmad__sb_printf(sb, ",\n    __global real *restrict clmad__y%d", a->o);
-            break;
-        case CLMAD_ARG_PARTIAL:
-            clmad__sb_printf(sb, ",\n    __global real *restrict clmad__p%d_%d", a->o, a->s);
-            break;
-        case CLMAD_ARG_TANGENT_OUT:
-            clmad__sb_printf(sb, ",\n    __global real *restrict clmad__ty%d", a->o);
-            break;
-        case CLMAD_ARG_ADJ:
-            clmad__sb_printf(sb, ",\n    __global const real *restrict clmad__adj%d", a->o);
-            break;
-        case CLMAD_ARG_ADJ_SCALE:
-            clmad__sb_printf(sb, ", __global const real *restrict clmad__adjs%d", a->o);
-            break;
-        case CLMAD_ARG_GRAD:
-            clmad__sb_printf(sb, ",\n    __global real *restrict clmad__g%d", a->s);
-            break;
-        case CLMAD_ARG_STORED:
-            clmad__sb_printf(sb, ",\n    __global const real *restrict clmad__p%d_%d", a->o, a->s);
-            break;
-        case CLMAD_ARG_INPUT:
-            clmad__sb_printf(sb, ",\n    __global const real *restrict clmad__x%d", a->j);
-            break;
-        case CLMAD_ARG_TANGENT_IN:
-            clmad__sb_printf(sb, ",\n    __global const real *restrict clmad__tx%d", a->j);
-            break;
-        case CLMAD_ARG_DIM:
-            clmad__sb_printf(sb, ", ulong clmad__dim%d", a->d);
-            break;
-        case CLMAD_ARG_STRIDE:
-            clmad__sb_printf(sb, ", ulong clmad__s%d_%d", a->j, a->d);
-            break;
-        }
+        const char *format = PARAMETER[a->kind].format, *by = PARAMETER[a->kind].by;
+        if (a->kind == CLMAD_ARG_COUNT)
+            clmad__sb_printf(sb, format, clmad__kernel_name(v->mode));
+        else if (by[1])
+            clmad__sb_printf(sb, format, index_of(a, by[0]), index_of(a, by[1]));
+        else
+            clmad__sb_printf(sb, format, index_of(a, by[0]));
     }
     clmad__sb_append(sb, ")\n");
 }

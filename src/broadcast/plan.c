@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* NumPy broadcasting of input shapes into a plan (plan.h): output shape,
+ * collapsed dimensions, and how each input is read. */
 #include "broadcast/plan.h"
 #include "base/strbuf.h"
 

@@ -3,16 +3,11 @@
  * arranged for transposed operands). Gradients accumulate with beta = 1. */
 #include "ops/ops.h"
 #include "base/log.h"
-#include "tape/tape.h"
 
 #include <clblast_c.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-
-typedef struct matmul_data {
-    int ta, tb;
-} matmul_data;
 
 /* CLBlast (1.5.3, Debian 12's) fills its static tuning database lazily, in
  * clblast::Database::Database, when the first routine object of the
@@ -74,75 +69,6 @@ clmad_status clmad__gemm_at(clmad_context *ctx, clmad_dtype dtype, int ta, int t
     return CLMAD_OK;
 }
 
-/* C = alpha op(A) op(B) + beta C, row-major; A, B, C are 2-d tensors. */
-static clmad_status gemm(clmad_context *ctx, int ta, int tb, size_t m, size_t n, size_t k,
-                         clmad_tensor *a, clmad_tensor *b, double beta, clmad_tensor *c)
-{
-    if (m == 0 || n == 0)
-        return CLMAD_OK;
-    if (k == 0) {
-        /* An empty inner dimension: the product is zero. With beta = 0 the
-         * output is overwritten with zeros (not scaled: a pooled buffer may
-         * hold NaN, and 0 * NaN is NaN). */
-        if (beta != 0.0)
-            return CLMAD_OK;
-        return clmad__fill(ctx, c->mem, c->dtype, c->numel, 0.0);
-    }
-    return clmad__gemm_at(ctx, c->dtype, ta, tb, m, n, k, a->mem, 0, a->shape[1], b->mem, 0, b->shape[1], beta,
-                          c->mem, 0, c->shape[1]);
-}
-
-/* Computes a gradient of shape (rows, cols) with gemm into input j's slot. */
-static clmad_status grad_gemm(clmad_context *ctx, clmad_node *node, int j, int ta, int tb, size_t m,
-                              size_t n, size_t k, clmad_tensor *a, clmad_tensor *b)
-{
-    clmad_tensor **slot = clmad__adjoint_slot(ctx, node, j);
-    if (!slot)
-        return CLMAD_OK;
-    /* A lazy adjoint (one value, or another node's tensor, tape.h) is
-     * expanded first: GEMM adds into the slot's buffer. */
-    clmad_status settled = clmad__settle_adjoint_slot(ctx, node, j);
-    if (settled != CLMAD_OK)
-        return settled;
-    if (*slot)
-        return gemm(ctx, ta, tb, m, n, k, a, b, 1.0, *slot);
-    clmad_tensor *x = node->inputs[j], *g;
-    clmad_status st = clmad_tensor_create(ctx, x->dtype, 2, x->shape, NULL, &g);
-    if (st == CLMAD_OK)
-        st = gemm(ctx, ta, tb, m, n, k, a, b, 0.0, g);
-    if (st != CLMAD_OK) {
-        clmad_tensor_release(g);
-        return st;
-    }
-    *slot = g;
-    return CLMAD_OK;
-}
-
-static clmad_status matmul_backward(clmad_context *ctx, clmad_node *node)
-{
-    matmul_data *d = node->data;
-    clmad_tensor *a = node->inputs[0], *b = node->inputs[1], *dc = node->out_adj[0];
-    size_t m = dc->shape[0], n = dc->shape[1];
-    size_t k = d->ta ? a->shape[0] : a->shape[1];
-    clmad_status st;
-    if (!d->ta) /* dA (m x k) = dC op(B)^T */
-        st = grad_gemm(ctx, node, 0, 0, !d->tb, m, k, n, dc, b);
-    else        /* dA (k x m) = op(B) dC^T */
-        st = grad_gemm(ctx, node, 0, d->tb, 1, k, m, n, b, dc);
-    if (st != CLMAD_OK)
-        return st;
-    if (!d->tb) /* dB (k x n) = op(A)^T dC */
-        return grad_gemm(ctx, node, 1, !d->ta, 0, k, n, m, a, dc);
-    /* dB (n x k) = dC^T op(A) */
-    return grad_gemm(ctx, node, 1, 1, d->ta, n, k, m, dc, a);
-}
-
-static void matmul_free(clmad_node *node)
-{
-    free(node->data);
-    node->data = NULL;
-}
-
 clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a,
                           int trans_b, clmad_tensor **out)
 {
@@ -170,29 +96,7 @@ clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, 
     clmad_tensor *c = NULL;
     st = clmad_tensor_create(ctx, a->dtype, 2, shape, NULL, &c);
     if (st == CLMAD_OK)
-        st = gemm(ctx, trans_a != 0, trans_b != 0, m, n, k, a, b, 0.0, c);
-    clmad_tensor *ins[2] = {a, b};
-    if (st == CLMAD_OK && clmad__should_record(ctx, ins, 2)) {
-        matmul_data *d = malloc(sizeof *d);
-        clmad_node *node;
-        if (!d)
-            st = clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory in clmad_matmul");
-        else
-            st = clmad__record(ctx, "clmad_matmul", matmul_backward, ins, 2, &c, 1, &node);
-        if (st == CLMAD_OK) {
-            d->ta = trans_a != 0;
-            d->tb = trans_b != 0;
-            node->data = d;
-            node->free_data = matmul_free;
-        } else {
-            free(d);
-        }
-    }
-    if (st != CLMAD_OK) {
-        if (c)
-            clmad_tensor_release(c);
-        return st;
-    }
-    *out = c;
-    return CLMAD_OK;
+        st = clmad__batched_gemm(ctx, a->dtype, 1, trans_a != 0, trans_b != 0, m, n, k, clmad__mat_of(a),
+                                 clmad__mat_of(b), 0.0, c);
+    return clmad__finish_product(ctx, "clmad_matmul", a, b, trans_a != 0, trans_b != 0, c, st, out);
 }

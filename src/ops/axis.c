@@ -133,18 +133,15 @@ static clmad_status axis_op(clmad_context *ctx, axis_kind kind, clmad_tensor *x,
     if (clmad__should_record(ctx, &x, 1)) {
         axis_data *d = malloc(sizeof *d);
         clmad_node *node;
-        st = d ? clmad__record(ctx, name, axis_backward, &x, 1, &y, 1, &node)
+        if (d)
+            *d = (axis_data){kind, outer, x->shape[a], inner, clmad_tensor_retain(y)};
+        st = d ? clmad__record_op(ctx, name, axis_backward, &x, 1, &y, 1, d, axis_free, &node)
                : clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory in %s", name);
         if (st != CLMAD_OK) {
-            free(d);
             clmad_tensor_release(y);
             return st;
         }
-        *d = (axis_data){kind, outer, x->shape[a], inner, clmad_tensor_retain(y)};
-        node->data = d;
-        node->free_data = axis_free;
-        node->saved_bytes = y->capacity;
-        ctx->stats.tape_saved_bytes += node->saved_bytes;
+        clmad__node_keeps(ctx, node, y->capacity);
     }
     *out = y;
     return CLMAD_OK;

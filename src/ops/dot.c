@@ -103,14 +103,5 @@ clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clm
     if (st != CLMAD_OK)
         return st;
     clmad_tensor *in[2] = {a, b};
-    if (clmad__should_record(ctx, in, 2)) {
-        clmad_node *node;
-        st = clmad__record(ctx, "clmad_dot", dot_backward, in, 2, &y, 1, &node);
-        if (st != CLMAD_OK) {
-            clmad_tensor_release(y);
-            return st;
-        }
-    }
-    *out = y;
-    return CLMAD_OK;
+    return clmad__finish_op(ctx, "clmad_dot", dot_backward, in, 2, y, NULL, NULL, st, out);
 }

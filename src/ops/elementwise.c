@@ -2,39 +2,44 @@
 /* Builtin elementwise operations: one-operation broadcast kernels, so a
  * chain of them is plain ("unfused") reverse mode. */
 #include "broadcast/kernel.h"
+#include "ops/builtins.h"
 #include "tape/tape.h"
 
-#include <stdio.h>
+#include <stdlib.h>
 
-/* Each kernel is named after its public function, so that an error names
- * the call, e.g. "clmad_broadcast(clmad_add): input 1 of shape ...". */
 typedef struct builtin_def {
     const char *name;
     const char *source;
     int n_inputs;
 } builtin_def;
 
-static const builtin_def BUILTINS[CLMAD_BUILTIN_COUNT] = {
-    [CLMAD_BUILTIN_ADD] = {"clmad_add", "T clmad_add(T a, T b) { return ad_add(a, b); }", 2},
-    [CLMAD_BUILTIN_SUB] = {"clmad_sub", "T clmad_sub(T a, T b) { return ad_sub(a, b); }", 2},
-    [CLMAD_BUILTIN_MUL] = {"clmad_mul", "T clmad_mul(T a, T b) { return ad_mul(a, b); }", 2},
-    [CLMAD_BUILTIN_DIV] = {"clmad_div", "T clmad_div(T a, T b) { return ad_div(a, b); }", 2},
-    [CLMAD_BUILTIN_POW] = {"clmad_pow", "T clmad_pow(T a, T b) { return ad_pow(a, b); }", 2},
-    [CLMAD_BUILTIN_NEG] = {"clmad_neg", "T clmad_neg(T a) { return ad_neg(a); }", 1},
-    [CLMAD_BUILTIN_EXP] = {"clmad_exp", "T clmad_exp(T a) { return ad_exp(a); }", 1},
-    [CLMAD_BUILTIN_LOG] = {"clmad_log", "T clmad_log(T a) { return ad_log(a); }", 1},
-    [CLMAD_BUILTIN_TANH] = {"clmad_tanh", "T clmad_tanh(T a) { return ad_tanh(a); }", 1},
-    [CLMAD_BUILTIN_SIGMOID] = {"clmad_sigmoid", "T clmad_sigmoid(T a) { return ad_sigmoid(a); }", 1},
-    [CLMAD_BUILTIN_RELU] = {"clmad_relu", "T clmad_relu(T a) { return ad_relu(a); }", 1},
-    [CLMAD_BUILTIN_SQRT] = {"clmad_sqrt", "T clmad_sqrt(T a) { return ad_sqrt(a); }", 1},
-    [CLMAD_BUILTIN_WHERE] = {"clmad_where", "T clmad_where(T c, T a, T b) { return ad_select(ad_val(c) != 0, a, b); }", 3},
-    [CLMAD_BUILTIN_LT] = {"clmad_compare_lt", "T clmad_compare_lt(T a, T b) { return ad_const(ad_val(a) < ad_val(b) ? 1 : 0); }", 2},
-    [CLMAD_BUILTIN_LE] = {"clmad_compare_le", "T clmad_compare_le(T a, T b) { return ad_const(ad_val(a) <= ad_val(b) ? 1 : 0); }", 2},
-    [CLMAD_BUILTIN_GT] = {"clmad_compare_gt", "T clmad_compare_gt(T a, T b) { return ad_const(ad_val(a) > ad_val(b) ? 1 : 0); }", 2},
-    [CLMAD_BUILTIN_GE] = {"clmad_compare_ge", "T clmad_compare_ge(T a, T b) { return ad_const(ad_val(a) >= ad_val(b) ? 1 : 0); }", 2},
-    [CLMAD_BUILTIN_EQ] = {"clmad_compare_eq", "T clmad_compare_eq(T a, T b) { return ad_const(ad_val(a) == ad_val(b) ? 1 : 0); }", 2},
-    [CLMAD_BUILTIN_NE] = {"clmad_compare_ne", "T clmad_compare_ne(T a, T b) { return ad_const(ad_val(a) != ad_val(b) ? 1 : 0); }", 2},
+static const builtin_def BUILTINS[] = {
+#define BUILTIN_DEF(id, name, arity, source) [CLMAD_BUILTIN_##id] = {name, source, arity},
+    CLMAD_BUILTIN_LIST(BUILTIN_DEF)
+#undef BUILTIN_DEF
 };
+
+_Static_assert(sizeof BUILTINS / sizeof BUILTINS[0] == CLMAD_BUILTIN_COUNT, "one definition per builtin id");
+_Static_assert(CLMAD_BUILTIN_LT + CLMAD_LT == CLMAD_BUILTIN_LT && CLMAD_BUILTIN_LT + CLMAD_LE == CLMAD_BUILTIN_LE &&
+                   CLMAD_BUILTIN_LT + CLMAD_GT == CLMAD_BUILTIN_GT && CLMAD_BUILTIN_LT + CLMAD_GE == CLMAD_BUILTIN_GE &&
+                   CLMAD_BUILTIN_LT + CLMAD_EQ == CLMAD_BUILTIN_EQ && CLMAD_BUILTIN_LT + CLMAD_NE == CLMAD_BUILTIN_NE &&
+                   CLMAD_BUILTIN_NE + 1 == CLMAD_BUILTIN_COUNT,
+               "the comparisons follow clmad_compare_op");
+
+/* The kernels made so far, made on first use (NULL: none yet). */
+struct clmad_builtins {
+    clmad_kernel *kernels[CLMAD_BUILTIN_COUNT];
+};
+
+void clmad__builtins_drop(clmad_context *ctx)
+{
+    if (!ctx->builtins)
+        return;
+    for (int b = 0; b < CLMAD_BUILTIN_COUNT; b++)
+        clmad_kernel_release(ctx->builtins->kernels[b]);
+    free(ctx->builtins);
+    ctx->builtins = NULL;
+}
 
 static clmad_status builtin(clmad_context *ctx, clmad_builtin_id id, clmad_tensor *const *inputs,
                             clmad_tensor **out)
@@ -46,13 +51,16 @@ static clmad_status builtin(clmad_context *ctx, clmad_builtin_id id, clmad_tenso
     clmad_status usable = clmad__check_open(ctx, BUILTINS[id].name);
     if (usable != CLMAD_OK)
         return usable;
-    if (!ctx->builtins[id]) {
+    if (!ctx->builtins && !(ctx->builtins = calloc(1, sizeof *ctx->builtins)))
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory in %s", BUILTINS[id].name);
+    clmad_kernel **k = &ctx->builtins->kernels[id];
+    if (!*k) {
         clmad_status st = clmad_kernel_create(ctx, BUILTINS[id].source, BUILTINS[id].name, BUILTINS[id].n_inputs,
-                                              1, &ctx->builtins[id]);
+                                              1, k);
         if (st != CLMAD_OK)
             return st;
     }
-    return clmad_broadcast(ctx, ctx->builtins[id], inputs, out);
+    return clmad_broadcast(ctx, *k, inputs, out);
 }
 
 #define UNARY(name, id)                                                               \

@@ -3,28 +3,6 @@
  * tensor, refused while the tape keeps it. */
 #include "runtime/primitives.h"
 #include "tape/tape.h"
-#include "ops/train.h"
-
-clmad_status clmad__check_not_on_tape(clmad_context *ctx, const clmad_tensor *t, const char *call,
-                                      const char *what)
-{
-    if (!clmad__tape_holds(ctx, t))
-        return CLMAD_OK;
-    return clmad__fail(ctx, CLMAD_ERR_STATE,
-                       "%s: the tape still holds %s (an input or the output of a recorded operation): "
-                       "update it after clmad_backward, or clear the tape (clmad_tape_clear)",
-                       call, what);
-}
-
-static int same_shape(const clmad_tensor *a, const clmad_tensor *b)
-{
-    if (a->ndim != b->ndim)
-        return 0;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->shape[d] != b->shape[d])
-            return 0;
-    return 1;
-}
 
 clmad_status clmad_tensor_axpby(clmad_tensor *y, double alpha, clmad_tensor *x, double beta)
 {
@@ -37,7 +15,7 @@ clmad_status clmad_tensor_axpby(clmad_tensor *y, double alpha, clmad_tensor *x, 
     if (x && x->dtype != y->dtype)
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_tensor_axpby: y is %s, x %s",
                            y->dtype == CLMAD_F64 ? "f64" : "f32", x->dtype == CLMAD_F64 ? "f64" : "f32");
-    if (x && !same_shape(x, y))
+    if (x && !clmad__same_shape(x, y))
         return clmad__fail(ctx, CLMAD_ERR_SHAPE, "clmad_tensor_axpby: x and y have different shapes");
     st = clmad__check_not_on_tape(ctx, y, "clmad_tensor_axpby", "y");
     if (st != CLMAD_OK || y->numel == 0)

@@ -34,16 +34,6 @@ static clmad_status scaled(clmad_context *ctx, clmad_tensor *s, double factor, c
     return st;
 }
 
-static int same_shape(const clmad_tensor *a, const clmad_tensor *b)
-{
-    if (a->ndim != b->ndim)
-        return 0;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->shape[d] != b->shape[d])
-            return 0;
-    return 1;
-}
-
 /* The checks common to both losses. */
 static clmad_status check_pair(clmad_context *ctx, const char *name, clmad_tensor *a, const char *an,
                                clmad_tensor *b, const char *bn, clmad_tensor **out)
@@ -78,7 +68,7 @@ clmad_status clmad_mse_loss(clmad_context *ctx, clmad_tensor *pred, clmad_tensor
     clmad_status st = check_pair(ctx, name, pred, "pred", target, "target", out);
     if (st != CLMAD_OK)
         return st;
-    if (!same_shape(pred, target)) {
+    if (!clmad__same_shape(pred, target)) {
         char ps[200], ts[200];
         shape_text(ps, sizeof ps, pred);
         shape_text(ts, sizeof ts, target);
@@ -134,7 +124,7 @@ clmad_status clmad_cross_entropy(clmad_context *ctx, clmad_tensor *logits, clmad
     if (logits->ndim == 0 || logits->shape[logits->ndim - 1] == 0)
         return clmad__fail(ctx, CLMAD_ERR_SHAPE, "%s: logits need a last axis of classes (rank %d%s)", name,
                            logits->ndim, logits->ndim ? ", 0 classes" : "");
-    int probabilities = same_shape(logits, target);
+    int probabilities = clmad__same_shape(logits, target);
     int indices = target->ndim == logits->ndim - 1;
     for (int d = 0; indices && d < target->ndim; d++)
         indices = target->shape[d] == logits->shape[d];

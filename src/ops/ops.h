@@ -4,6 +4,7 @@
 #define CLMAD_OPS_H
 
 #include "runtime/primitives.h"
+#include "tape/tape.h"
 
 /* C = op(A) op(B) + beta C through CLBlast, row-major, each matrix at an
  * element offset in its buffer with its leading dimension; m, n, k > 0.
@@ -12,5 +13,43 @@
 clmad_status clmad__gemm_at(clmad_context *ctx, clmad_dtype dtype, int ta, int tb, size_t m, size_t n,
                             size_t k, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb,
                             double beta, cl_mem c, size_t c_off, size_t ldc);
+
+/* One matrix of a 2-d tensor, or of each of a (batch, rows, cols) one. */
+typedef struct clmad_mat {
+    cl_mem mem;
+    size_t rows, cols, stride; /* stride: elements from one matrix to the next */
+} clmad_mat;
+
+/* The matrix of t (its last two dimensions). */
+clmad_mat clmad__mat_of(const clmad_tensor *t);
+
+/* C[i] = op(A[i]) op(B[i]) + beta C[i] for each of `batch` matrices, C[i]
+ * m x n (contiguous in c), inner size k. */
+clmad_status clmad__batched_gemm(clmad_context *ctx, clmad_dtype dtype, size_t batch, int ta, int tb,
+                                 size_t m, size_t n, size_t k, clmad_mat a, clmad_mat b, double beta,
+                                 clmad_tensor *c);
+
+/* What a product's node keeps: which operands were transposed. */
+typedef struct clmad_product_data {
+    int ta, tb;
+} clmad_product_data;
+
+/* The backward of C = op(A) op(B) (per matrix): node's inputs A and B, its
+ * output adjoint dC, its data a clmad_product_data. */
+clmad_status clmad__product_backward(clmad_context *ctx, clmad_node *node);
+
+/* Ends clmad_matmul or clmad_bmm (`name`) of c = op(a) op(b) as
+ * clmad__finish_op does, its node keeping ta and tb. */
+clmad_status clmad__finish_product(clmad_context *ctx, const char *name, clmad_tensor *a, clmad_tensor *b,
+                                   int ta, int tb, clmad_tensor *c, clmad_status st, clmad_tensor **out);
+
+/* Ends an operation with the one output y made with status st: on success
+ * records its node when the inputs need gradients (data, may be NULL, goes
+ * to the node) and hands y to *out; otherwise, or when recording fails,
+ * releases y. data is freed with free_data on every path where no node
+ * takes it. */
+clmad_status clmad__finish_op(clmad_context *ctx, const char *name, clmad_backward_fn backward,
+                              clmad_tensor *const *ins, int n, clmad_tensor *y, void *data,
+                              void (*free_data)(clmad_node *node), clmad_status st, clmad_tensor **out);
 
 #endif

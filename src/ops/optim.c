@@ -3,7 +3,7 @@
  * kernel per parameter (cl/train.cl), their state owned by the optimizer. */
 #include "runtime/primitives.h"
 #include "runtime/scope.h"
-#include "ops/train.h"
+#include "tape/tape.h"
 
 #include <math.h>
 #include <stdio.h>

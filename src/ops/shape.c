@@ -3,7 +3,6 @@
  * Each adjoint is the inverse copy, accumulated straight into the input's
  * adjoint when it already exists. */
 #include "ops/ops.h"
-#include "tape/tape.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,12 +14,6 @@ typedef struct shape_data {
     int perm[CLMAD_MAX_DIMS];     /* transpose */
 } shape_data;
 
-static void shape_free(clmad_node *node)
-{
-    free(node->data);
-    node->data = NULL;
-}
-
 /* Adds the copy src[src_off + e.src_strides] -> [dst_off + e.dst_strides]
  * (for e over dims) into input j's adjoint. `covers` says whether the copy
  * writes every element of the input (else a new adjoint starts from zero). */
@@ -28,47 +21,13 @@ static clmad_status scatter_grad(clmad_context *ctx, clmad_node *node, int j, cl
                                  size_t src_off, const size_t *src_strides, size_t dst_off,
                                  const size_t *dst_strides, int nd, const size_t *dims, int covers)
 {
-    clmad_tensor **slot = clmad__adjoint_slot(ctx, node, j);
-    if (!slot)
-        return CLMAD_OK;
-    if (*slot)
-        return clmad__strided_copy(ctx, *slot, dst_off, dst_strides, src, src_off, src_strides, nd, dims,
-                                   1.0, 1);
-    clmad_tensor *x = node->inputs[j], *g;
-    clmad_status st = covers ? clmad_tensor_create(ctx, x->dtype, x->ndim, x->shape, NULL, &g)
-                             : clmad_tensor_zeros(ctx, x->dtype, x->ndim, x->shape, &g);
-    if (st != CLMAD_OK)
+    clmad_adjoint_target t;
+    clmad_status st = clmad__adjoint_open(ctx, node, j, !covers, &t);
+    if (st != CLMAD_OK || !t.slot)
         return st;
-    st = clmad__strided_copy(ctx, g, dst_off, dst_strides, src, src_off, src_strides, nd, dims, 1.0, 0);
-    if (st != CLMAD_OK) {
-        clmad_tensor_release(g);
-        return st;
-    }
-    *slot = g;
-    return CLMAD_OK;
-}
-
-/* Records node for a shape operation (data may be NULL), or frees data. */
-static clmad_status finish(clmad_context *ctx, const char *name, clmad_backward_fn backward,
-                           clmad_tensor *const *ins, int n, clmad_tensor *y, shape_data *data,
-                           clmad_status st, clmad_tensor **out)
-{
-    if (st == CLMAD_OK && clmad__should_record(ctx, ins, n)) {
-        clmad_node *node;
-        st = clmad__record(ctx, name, backward, ins, n, &y, 1, &node);
-        if (st == CLMAD_OK) {
-            node->data = data;
-            node->free_data = data ? shape_free : NULL;
-            data = NULL;
-        }
-    }
-    free(data);
-    if (st != CLMAD_OK) {
-        clmad_tensor_release(y);
-        return st;
-    }
-    *out = y;
-    return CLMAD_OK;
+    st = clmad__strided_copy(ctx, t.tensor, dst_off, dst_strides, src, src_off, src_strides, nd, dims, 1.0,
+                             t.accumulate);
+    return clmad__adjoint_close(&t, st);
 }
 
 static clmad_status check_axis(clmad_context *ctx, const char *name, const clmad_tensor *x, int *axis)
@@ -125,7 +84,7 @@ clmad_status clmad_slice(clmad_context *ctx, clmad_tensor *x, int axis, size_t s
         clmad__contiguous_strides(x->ndim, shape, ys);
         st = clmad__strided_copy(ctx, y, 0, ys, x, start * xs[axis], xs, x->ndim, shape, 1.0, 0);
     }
-    return finish(ctx, "clmad_slice", slice_backward, &x, 1, y, d, st, out);
+    return clmad__finish_op(ctx, "clmad_slice", slice_backward, &x, 1, y, d, clmad__free_node_data, st, out);
 }
 
 /* ---- concat --------------------------------------------------------------- */
@@ -196,7 +155,7 @@ clmad_status clmad_concat(clmad_context *ctx, int n, clmad_tensor *const *xs, in
         st = clmad__strided_copy(ctx, y, offset * ys[axis], ys, xs[i], 0, s, y->ndim, xs[i]->shape, 1.0, 0);
         offset += xs[i]->shape[axis];
     }
-    return finish(ctx, "clmad_concat", concat_backward, xs, n, y, d, st, out);
+    return clmad__finish_op(ctx, "clmad_concat", concat_backward, xs, n, y, d, clmad__free_node_data, st, out);
 }
 
 /* ---- reshape -------------------------------------------------------------- */
@@ -233,7 +192,7 @@ clmad_status clmad_reshape(clmad_context *ctx, clmad_tensor *x, int ndim, const 
         if (err != CL_SUCCESS)
             st = clmad__fail_cl(ctx, err, "clEnqueueCopyBuffer");
     }
-    return finish(ctx, "clmad_reshape", reshape_backward, &x, 1, y, NULL, st, out);
+    return clmad__finish_op(ctx, "clmad_reshape", reshape_backward, &x, 1, y, NULL, clmad__free_node_data, st, out);
 }
 
 /* ---- transpose ------------------------------------------------------------ */
@@ -284,5 +243,5 @@ clmad_status clmad_transpose(clmad_context *ctx, clmad_tensor *x, const int *per
         clmad__contiguous_strides(x->ndim, shape, ys);
         st = clmad__strided_copy(ctx, y, 0, ys, x, 0, src, x->ndim, shape, 1.0, 0);
     }
-    return finish(ctx, "clmad_transpose", transpose_backward, &x, 1, y, d, st, out);
+    return clmad__finish_op(ctx, "clmad_transpose", transpose_backward, &x, 1, y, d, clmad__free_node_data, st, out);
 }

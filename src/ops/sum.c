@@ -12,12 +12,6 @@ typedef struct sum_data {
     double scale;
 } sum_data;
 
-static void sum_free(clmad_node *node)
-{
-    free(node->data);
-    node->data = NULL;
-}
-
 static clmad_status sum_backward(clmad_context *ctx, clmad_node *node)
 {
     sum_data *d = node->data;
@@ -99,21 +93,7 @@ static clmad_status reduce_op(clmad_context *ctx, const char *name, clmad_tensor
         free(d);
         return st;
     }
-    if (clmad__should_record(ctx, &x, 1)) {
-        clmad_node *node;
-        st = clmad__record(ctx, name, sum_backward, &x, 1, &y, 1, &node);
-        if (st != CLMAD_OK) {
-            free(d);
-            clmad_tensor_release(y);
-            return st;
-        }
-        node->data = d;
-        node->free_data = sum_free;
-    } else {
-        free(d);
-    }
-    *out = y;
-    return CLMAD_OK;
+    return clmad__finish_op(ctx, name, sum_backward, &x, 1, y, d, clmad__free_node_data, st, out);
 }
 
 clmad_status clmad_sum(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,

@@ -3,16 +3,6 @@
 #include "base/strbuf.h"
 #include "tape/tape.h"
 
-static int same_shape(const clmad_tensor *a, const clmad_tensor *b)
-{
-    if (a->ndim != b->ndim)
-        return 0;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->shape[d] != b->shape[d])
-            return 0;
-    return 1;
-}
-
 clmad_status clmad_tensor_copy(clmad_tensor *dst, clmad_tensor *src)
 {
     if (!dst || !src)
@@ -26,7 +16,7 @@ clmad_status clmad_tensor_copy(clmad_tensor *dst, clmad_tensor *src)
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_tensor_copy: dst is %s, src %s",
                            dst->dtype == CLMAD_F64 ? "f64" : "f32",
                            src->dtype == CLMAD_F64 ? "f64" : "f32");
-    if (!same_shape(dst, src)) {
+    if (!clmad__same_shape(dst, src)) {
         clmad_strbuf a = {0}, b = {0};
         clmad__sb_shape(&a, dst->ndim, dst->shape);
         clmad__sb_shape(&b, src->ndim, src->shape);

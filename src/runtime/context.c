@@ -2,7 +2,6 @@
 #include "runtime/context.h"
 #include "runtime/device.h"
 #include "runtime/scope.h"
-#include "tape/tape.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,7 +145,8 @@ clmad_status clmad__context_new(const clmad_options *opt, const clmad_device_ent
         clmad_status st = clmad__fail_cl(ctx, err, cl ? "creating an OpenCL queue" :
                                                         "creating the OpenCL context and queue");
         clmad__fail(NULL, st, "%s", clmad_last_error(ctx));
-        clmad_context_release(ctx);
+        clmad__context_release_begin(ctx); /* nothing above runtime exists yet */
+        clmad__context_release_end(ctx);
         return st;
     }
 
@@ -169,13 +169,13 @@ clmad_status clmad__context_new(const clmad_options *opt, const clmad_device_ent
     return CLMAD_OK;
 }
 
-/* Frees what the context holds itself; its tape and builtins are gone
- * already (clmad_context_release), and so are its tensors and kernels. */
+/* Frees what the context holds itself; its tape, builtins and staging
+ * area are gone already (clmad_context_release), and so are its tensors
+ * and kernels. */
 static void context_destroy(clmad_context *ctx)
 {
     if (ctx->queue)
         clFinish(ctx->queue);
-    free(ctx->tape.nodes);
     clmad__scope_free(ctx);
     for (int d = 0; d < 2; d++)
         for (int i = 0; i < CLMAD_OPS_COUNT; i++)
@@ -186,7 +186,6 @@ static void context_destroy(clmad_context *ctx)
             if (ctx->train[d][i])
                 clReleaseKernel(ctx->train[d][i]);
     clmad__program_cache_clear(&ctx->programs);
-    clmad__staging_drop_owned(ctx);
     clmad__buffer_pool_clear(ctx);
     if (ctx->queue)
         clReleaseCommandQueue(ctx->queue);
@@ -221,22 +220,15 @@ clmad_status clmad__check_open(const clmad_context *ctx, const char *call)
                        call);
 }
 
-void clmad_context_release(clmad_context *ctx)
+void clmad__context_release_begin(clmad_context *ctx)
 {
-    if (!ctx || ctx->released) /* a second release has no reference left to drop */
-        return;
     ctx->released = 1;
     if (ctx->queue)
         clFinish(ctx->queue);
-    /* Drop what the context keeps itself (the tape's references to tensors
-     * and kernels, the builtins, the pooled buffers), then the user's
-     * reference: the rest goes with the last tensor or kernel. */
-    clmad__tape_free_nodes(ctx);
-    for (int b = 0; b < CLMAD_BUILTIN_COUNT; b++) {
-        clmad_kernel_release(ctx->builtins[b]);
-        ctx->builtins[b] = NULL;
-    }
-    clmad__staging_drop_owned(ctx);
+}
+
+void clmad__context_release_end(clmad_context *ctx)
+{
     clmad__buffer_pool_clear(ctx);
     clmad__context_unref(ctx);
 }

@@ -14,27 +14,18 @@ typedef struct clmad_message {
     size_t cap;
 } clmad_message;
 
-struct clmad_node;
+struct clmad_tape;
+struct clmad_builtins;
 
-typedef struct clmad_tape {
-    struct clmad_node **nodes;
-    size_t count, cap;
-    uint64_t generation;     /* bumped when the tape is cleared */
+/* The tape's settings (clmad_set_grad_enabled, clmad_set_retain_tape,
+ * clmad_set_partials_policy). The nodes are the tape layer's
+ * (tape/state.h), made on the first record: NULL reads as an empty tape. */
+typedef struct clmad_tape_settings {
     int grad_enabled;        /* recording on (the default) */
     int retain;              /* keep the nodes after backward */
     clmad_partials_policy policy;
-} clmad_tape;
-
-/* Builtin elementwise operations: broadcast kernels created on first use. */
-typedef enum clmad_builtin_id {
-    CLMAD_BUILTIN_ADD, CLMAD_BUILTIN_SUB, CLMAD_BUILTIN_MUL, CLMAD_BUILTIN_DIV,
-    CLMAD_BUILTIN_POW, CLMAD_BUILTIN_NEG, CLMAD_BUILTIN_EXP, CLMAD_BUILTIN_LOG,
-    CLMAD_BUILTIN_TANH, CLMAD_BUILTIN_SIGMOID, CLMAD_BUILTIN_RELU, CLMAD_BUILTIN_SQRT,
-    CLMAD_BUILTIN_WHERE,
-    CLMAD_BUILTIN_LT, CLMAD_BUILTIN_LE, CLMAD_BUILTIN_GT, CLMAD_BUILTIN_GE,
-    CLMAD_BUILTIN_EQ, CLMAD_BUILTIN_NE,
-    CLMAD_BUILTIN_COUNT
-} clmad_builtin_id;
+    struct clmad_tape *state;
+} clmad_tape_settings;
 
 /* Elements per work-item of the generated kernels on POCL's CPU devices: the
  * kernel loops over a run of consecutive elements, and clang vectorises that
@@ -65,9 +56,9 @@ struct clmad_context {
     clmad_stats stats;
     int chunk_cap;                  /* 0: the device default */
     clmad_message error;
-    clmad_tape tape;
+    clmad_tape_settings tape;
     cl_kernel ops[2][CLMAD_OPS_COUNT];        /* [dtype][id] */
-    struct clmad_kernel *builtins[CLMAD_BUILTIN_COUNT];
+    struct clmad_builtins *builtins;          /* the ops layer's (ops/builtins.h), NULL until used */
     cl_kernel train[2][CLMAD_TRAIN_COUNT];    /* [dtype][id], train_kernels.c */
     /* Scopes (scope.c): every tensor made while one is open, by position;
      * an entry is NULL once the tensor is freed or kept. marks[i] is where
@@ -106,6 +97,13 @@ void clmad__context_unref(clmad_context *ctx);
 
 /* Frees the context's own staging area (staging.c). */
 void clmad__staging_drop_owned(clmad_context *ctx);
+
+/* clmad_context_release (ops/context_release.c) in two halves around what
+ * the layers above drop (the tape, the builtins): begin marks ctx released
+ * and waits for its queue; end frees the pooled buffers and drops the
+ * user's reference. */
+void clmad__context_release_begin(clmad_context *ctx);
+void clmad__context_release_end(clmad_context *ctx);
 
 /* CLMAD_ERR_STATE, naming `call`, once the user has released ctx: work
  * that would make objects or record on the tape of a context that only

@@ -48,19 +48,64 @@ int clmad__needs_grad(const clmad_context *ctx, const clmad_tensor *t);
  * tensor outside the tape would make backward wrong. */
 int clmad__tape_holds(const clmad_context *ctx, const clmad_tensor *t);
 
+/* CLMAD_ERR_STATE, naming `call` and `what`, when the tape holds t. */
+clmad_status clmad__check_not_on_tape(clmad_context *ctx, const clmad_tensor *t, const char *call,
+                                      const char *what);
+
 /* 1 if an operation on these inputs must be recorded. */
 int clmad__should_record(const clmad_context *ctx, clmad_tensor *const *inputs, int n);
 
 /* Creates a node over inputs (retained) and outputs (marked as produced by
- * it). On success the tape owns the node; `data` and its free function are
- * attached by the caller before or after. */
+ * it), with data (may be NULL) released by free_data. The node owns data
+ * from the call on: when recording fails, data is freed at once with
+ * free_data. On success the tape owns the node; *node (if not NULL) is it. */
+clmad_status clmad__record_op(clmad_context *ctx, const char *name, clmad_backward_fn backward,
+                              clmad_tensor *const *inputs, int n_inputs, clmad_tensor **outputs,
+                              int n_outputs, void *data, void (*free_data)(clmad_node *node),
+                              clmad_node **node);
+
+/* clmad__record_op with no data (the caller attaches it after success).
+ * Kept for broadcast/node.c until it records through clmad__record_op. */
 clmad_status clmad__record(clmad_context *ctx, const char *name, clmad_backward_fn backward,
                            clmad_tensor *const *inputs, int n_inputs, clmad_tensor **outputs,
                            int n_outputs, clmad_node **node);
 
+/* Frees data (may be NULL) with free_data, for a node that was not made. */
+void clmad__discard_data(void *data, void (*free_data)(clmad_node *node));
+
+/* A free_data that frees node->data with free(). */
+void clmad__free_node_data(clmad_node *node);
+
+/* Adds bytes to what node keeps on the device for backward (and to the
+ * context's tape_saved_bytes). */
+void clmad__node_keeps(clmad_context *ctx, clmad_node *node, uint64_t bytes);
+
 /* Where the adjoint of input j of node accumulates: the producing node's
  * out_adj slot, or the leaf's grad. NULL when the input needs no gradient. */
 clmad_tensor **clmad__adjoint_slot(clmad_context *ctx, clmad_node *node, int j);
+
+/* Where a backward writes the adjoint of one input (clmad__adjoint_open). */
+typedef struct clmad_adjoint_target {
+    clmad_tensor **slot;   /* NULL: the input needs no gradient, write nothing */
+    clmad_tensor *tensor;  /* write (or add, when accumulate) the gradient here */
+    int accumulate;        /* tensor is the slot's own: add into it; else it is
+                              new, of the input's shape, for the slot */
+} clmad_adjoint_target;
+
+/* Opens the adjoint of input j of node for a kernel that writes it whole
+ * (or adds into it): the slot's tensor when it has one (a lazy one is
+ * expanded first), else a new tensor of the input's shape, zeroed when
+ * `zeroed` (for a kernel that writes only part of it). t->slot NULL: no
+ * gradient wanted. Always pair with clmad__adjoint_close. */
+clmad_status clmad__adjoint_open(clmad_context *ctx, clmad_node *node, int j, int zeroed,
+                                 clmad_adjoint_target *t);
+
+/* After the kernel (status st): installs a new tensor in the slot when st
+ * is CLMAD_OK, else releases it. Returns st. */
+clmad_status clmad__adjoint_close(clmad_adjoint_target *t, clmad_status st);
+
+/* *slot += g (same shape), or *slot = g when empty; takes g. */
+clmad_status clmad__adjoint_add(clmad_context *ctx, clmad_tensor **slot, clmad_tensor *g);
 
 /* Adds g (of input j's shape; ownership passes to the callee) into the
  * adjoint slot of input j of node. */
@@ -85,7 +130,22 @@ clmad_status clmad__settle_adjoint_slot(clmad_context *ctx, clmad_node *node, in
 /* dst += src, same shape and dtype. */
 clmad_status clmad__accumulate_into(clmad_context *ctx, clmad_tensor *dst, clmad_tensor *src);
 
-/* Frees every node (releasing what they keep). */
+/* Frees every node (releasing what they keep) and bumps the generation. */
 void clmad__tape_free_nodes(clmad_context *ctx);
+
+/* Frees the nodes and the tape itself (clmad_context_release): a released
+ * context records nothing more. */
+void clmad__tape_drop(clmad_context *ctx);
+
+/* 1 if a and b have the same shape. */
+static inline int clmad__same_shape(const clmad_tensor *a, const clmad_tensor *b)
+{
+    if (a->ndim != b->ndim)
+        return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d])
+            return 0;
+    return 1;
+}
 
 #endif

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* GEMM through CLBlast, its first call of the process serialised. */
+#include "ops/ops.h"
+#include "base/log.h"
+
+#include <clblast_c.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* CLBlast (1.5.3, Debian 12's) fills its static tuning database lazily, in
+ * clblast::Database::Database, when the first routine object of the
+ * process is built, without a lock: when two threads' first GEMMs overlap,
+ * one copies database entries that the other frees (AddressSanitizer:
+ * heap-use-after-free in clblast::database::DatabaseVendor's copy
+ * constructor, freed in Database::Database on the other thread; seen in
+ * tests/test_threads.c). Contexts on separate threads must be independent,
+ * so the CLBlast calls are serialised until one has succeeded; from then on
+ * the database is only read and the calls run concurrently (CLBlast's own
+ * caches of programs and databases take their locks). */
+static pthread_mutex_t clblast_first_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int clblast_ready;
+
+static CLBlastStatusCode call_gemm(clmad_dtype dtype, CLBlastTranspose at, CLBlastTranspose bt, size_t m,
+                                   size_t n, size_t k, cl_mem a, size_t a_off, size_t lda, cl_mem b,
+                                   size_t b_off, size_t ldb, double beta, cl_mem c, size_t c_off, size_t ldc,
+                                   cl_command_queue *queue)
+{
+    if (dtype == CLMAD_F32)
+        return CLBlastSgemm(CLBlastLayoutRowMajor, at, bt, m, n, k, 1.0f, a, a_off, lda, b, b_off, ldb,
+                            (float)beta, c, c_off, ldc, queue, NULL);
+    return CLBlastDgemm(CLBlastLayoutRowMajor, at, bt, m, n, k, 1.0, a, a_off, lda, b, b_off, ldb, beta, c,
+                        c_off, ldc, queue, NULL);
+}
+
+clmad_status clmad__gemm_at(clmad_context *ctx, clmad_dtype dtype, int ta, int tb, size_t m, size_t n,
+                            size_t k, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb,
+                            double beta, cl_mem c, size_t c_off, size_t ldc)
+{
+    CLBlastTranspose at = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
+    CLBlastTranspose bt = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
+    CLBlastStatusCode s;
+    /* CLBlast compiles its kernels on the first GEMM of a precision in the
+     * process (its cache is in memory): tens of seconds on POCL, said when
+     * CLMAD_LOG=info. */
+    static atomic_int logged[2];
+    int first = clmad__log_info() && !atomic_exchange(&logged[dtype == CLMAD_F64], 1);
+    double start = 0;
+    if (first) {
+        clmad__log("first CLBlast %cgemm on \"%s\": CLBlast builds its kernels (tens of seconds on POCL the first time)",
+                   dtype == CLMAD_F32 ? 'S' : 'D', ctx->info.name);
+        start = clmad__seconds();
+    }
+    if (atomic_load_explicit(&clblast_ready, memory_order_acquire)) {
+        s = call_gemm(dtype, at, bt, m, n, k, a, a_off, lda, b, b_off, ldb, beta, c, c_off, ldc, &ctx->queue);
+    } else {
+        pthread_mutex_lock(&clblast_first_lock);
+        s = call_gemm(dtype, at, bt, m, n, k, a, a_off, lda, b, b_off, ldb, beta, c, c_off, ldc, &ctx->queue);
+        if (s == CLBlastSuccess)
+            atomic_store_explicit(&clblast_ready, 1, memory_order_release);
+        pthread_mutex_unlock(&clblast_first_lock);
+    }
+    if (first)
+        clmad__log("first CLBlast %cgemm done in %.2f s", dtype == CLMAD_F32 ? 'S' : 'D', clmad__seconds() - start);
+    if (s != CLBlastSuccess)
+        return clmad__fail(ctx, CLMAD_ERR_OPENCL, "CLBlast %cgemm failed with status %d on device \"%s\"",
+                           dtype == CLMAD_F32 ? 'S' : 'D', (int)s, ctx->info.name);
+    return CLMAD_OK;
+}

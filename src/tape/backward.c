@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* clmad_backward: seeds the loss's adjoint and runs the nodes in reverse. */
+#include "runtime/scope.h"
+#include "tape/state.h"
+
+static clmad_status copy_tensor(clmad_context *ctx, clmad_tensor *src, clmad_tensor **out)
+{
+    clmad_tensor *t;
+    clmad_status st = clmad_tensor_create(ctx, src->dtype, src->ndim, src->shape, NULL, &t);
+    if (st != CLMAD_OK || src->numel == 0) {
+        if (st == CLMAD_OK)
+            *out = t;
+        return st;
+    }
+    cl_int err = clEnqueueCopyBuffer(ctx->queue, src->mem, t->mem, 0, 0, clmad__tensor_bytes(src), 0,
+                                     NULL, NULL);
+    if (err != CL_SUCCESS) {
+        clmad_tensor_release(t);
+        return clmad__fail_cl(ctx, err, "clEnqueueCopyBuffer");
+    }
+    *out = t;
+    return CLMAD_OK;
+}
+
+static clmad_status check_loss(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *seed)
+{
+    if (!ctx || !loss)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_backward: ctx and loss must not be NULL");
+    clmad_status checked = clmad__check_same_context(ctx, loss, "clmad_backward", "loss");
+    if (checked == CLMAD_OK)
+        checked = clmad__check_same_context(ctx, seed, "clmad_backward", "seed");
+    if (checked != CLMAD_OK)
+        return checked;
+    if (!clmad__needs_grad(ctx, loss))
+        return clmad__fail(ctx, CLMAD_ERR_STATE,
+                           "clmad_backward: the loss has no tape behind it: it was not computed from "
+                           "tensors that require a gradient, or the tape was consumed by an earlier "
+                           "backward (keep it with clmad_set_retain_tape)");
+    if (seed && seed->dtype != loss->dtype)
+        return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_backward: the seed is %s, the loss %s",
+                           seed->dtype == CLMAD_F64 ? "f64" : "f32", loss->dtype == CLMAD_F64 ? "f64" : "f32");
+    if (seed && !clmad__same_shape(seed, loss))
+        return clmad__fail(ctx, CLMAD_ERR_SHAPE, "clmad_backward: the seed must have the loss's shape");
+    if (!seed && loss->numel != 1)
+        return clmad__fail(ctx, CLMAD_ERR_SHAPE,
+                           "clmad_backward: the loss has %zu elements; a non-scalar loss needs a seed tensor",
+                           loss->numel);
+    return CLMAD_OK;
+}
+
+/* Runs the backward of node (when an adjoint reached it) and drops its
+ * adjoints, and what it saved unless the tape is retained. */
+static clmad_status run_node(clmad_context *ctx, clmad_node *node)
+{
+    clmad_status st = CLMAD_OK;
+    int any = 0;
+    for (int o = 0; o < node->n_outputs; o++) {
+        any |= node->out_adj[o] != NULL;
+        if (!node->lazy_adjoints && st == CLMAD_OK)
+            st = clmad__materialize_adjoint(ctx, node, o);
+    }
+    if (any && st == CLMAD_OK)
+        st = node->backward(ctx, node);
+    for (int o = 0; o < node->n_outputs; o++)
+        clmad__set_adjoint(node, o, NULL);
+    if (!ctx->tape.retain)
+        clmad__node_drop_saved(ctx, node); /* no longer needed: free it now, not at the end */
+    return st;
+}
+
+static clmad_status backward_pass(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *seed)
+{
+    clmad_status st = check_loss(ctx, loss, seed);
+    if (st != CLMAD_OK)
+        return st;
+    clmad_tensor *g;
+    st = seed ? copy_tensor(ctx, seed, &g)
+              : clmad_tensor_fill(ctx, loss->dtype, loss->ndim, loss->shape, 1.0, &g);
+    if (st != CLMAD_OK)
+        return st;
+    st = clmad__adjoint_add(ctx, loss->node ? &loss->node->out_adj[loss->out_index] : &loss->grad, g);
+
+    struct clmad_tape *tape = ctx->tape.state;
+    for (size_t i = tape ? tape->count : 0; st == CLMAD_OK && i-- > 0;)
+        st = run_node(ctx, tape->nodes[i]);
+    if (!ctx->tape.retain || st != CLMAD_OK)
+        clmad__tape_free_nodes(ctx);
+    return st;
+}
+
+clmad_status clmad_backward(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *seed)
+{
+    /* The gradients and adjoints backward makes are clmad's own, not the
+     * caller's: no scope may release them. */
+    if (ctx)
+        clmad__scope_pause(ctx);
+    clmad_status st = backward_pass(ctx, loss, seed);
+    if (ctx)
+        clmad__scope_resume(ctx);
+    return st;
+}

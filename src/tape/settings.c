@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The public tape API: clearing it, its settings, leaves and their gradients. */
+#include "tape/state.h"
+
+void clmad_tape_clear(clmad_context *ctx)
+{
+    if (ctx)
+        clmad__tape_free_nodes(ctx);
+}
+
+clmad_status clmad_set_retain_tape(clmad_context *ctx, int on)
+{
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_set_retain_tape: ctx is NULL");
+    ctx->tape.retain = on != 0;
+    return CLMAD_OK;
+}
+
+clmad_status clmad_set_grad_enabled(clmad_context *ctx, int on)
+{
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_set_grad_enabled: ctx is NULL");
+    ctx->tape.grad_enabled = on != 0;
+    return CLMAD_OK;
+}
+
+clmad_status clmad_set_partials_policy(clmad_context *ctx, clmad_partials_policy policy)
+{
+    if (!ctx)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_set_partials_policy: ctx is NULL");
+    if (policy != CLMAD_PARTIALS_AUTO && policy != CLMAD_PARTIALS_STORE &&
+        policy != CLMAD_PARTIALS_RECOMPUTE)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "unknown partials policy %d", (int)policy);
+    ctx->tape.policy = policy;
+    return CLMAD_OK;
+}
+
+clmad_status clmad_tensor_set_requires_grad(clmad_tensor *t, int on)
+{
+    if (!t)
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tensor_set_requires_grad: NULL tensor");
+    if (clmad__node_current(t->ctx, t))
+        return clmad__fail(t->ctx, CLMAD_ERR_STATE,
+                           "clmad_tensor_set_requires_grad: the tensor is the output of a recorded "
+                           "operation; only leaves can be marked");
+    t->node = NULL;
+    t->requires_grad = on != 0;
+    return CLMAD_OK;
+}
+
+int clmad_tensor_requires_grad(const clmad_tensor *t)
+{
+    return t ? clmad__needs_grad(t->ctx, t) : 0;
+}
+
+clmad_status clmad_tensor_grad(clmad_tensor *t, clmad_tensor **grad)
+{
+    if (!t || !grad)
+        return clmad__fail(t ? t->ctx : NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tensor_grad: NULL argument");
+    *grad = clmad_tensor_retain(t->grad);
+    return CLMAD_OK;
+}
+
+void clmad_tensor_zero_grad(clmad_tensor *t)
+{
+    if (!t)
+        return;
+    clmad_tensor_release(t->grad);
+    t->grad = NULL;
+}

@@ -47,9 +47,10 @@ done
 
 # 2. Calls between files, from the symbols of the objects.
 for layer in $layers; do
-    for o in "$objdir/$layer"/*.c.o; do
-        [ -f "$o" ] || { echo "calls: no objects under $objdir/$layer (build the clmad target first)"; exit 1; }
-        name=$layer/$(basename "$o" .c.o)
+    for src in "$root"/src/"$layer"/*.c; do
+        name=$layer/$(basename "$src" .c)
+        o=$objdir/$name.c.o   # objects of deleted sources may linger: not read
+        [ -f "$o" ] || { echo "calls: no $o (build the clmad target first)"; exit 1; }
         nm "$o" | awk -v f="$name" '$2 ~ /^[TDBR]$/ { print $3, f }' >> "$work/defs"
         nm "$o" | awk -v f="$name" '$1 == "U" { print $2, f }' >> "$work/uses"
     done

@@ -7,7 +7,7 @@
  * with the multiply by the output adjoints and the accumulation. Both form each
  * input adjoint with the same expression, sum_o adj_o * partial_o, so they
  * agree bitwise; broadcast-expanded inputs are then reduced to their shape
- * in a fixed order (ops_reduce.c).
+ * in a fixed order (runtime/reduce.c).
  */
 #include "broadcast/node.h"
 #include "broadcast/launch.h"
@@ -59,15 +59,15 @@ static int direct_target(const clmad_node *node, const bcast_data *d, const clma
     return 1;
 }
 
-/* The tensor a kernel writes input j's gradient into: the adjoint slot
- * itself (accumulate), a new tensor of the input's shape destined for the
- * slot, or a temporary of the output shape to be reduced. */
+/* Where a kernel writes input j's gradient: the input's adjoint target
+ * (tape.h's protocol: the slot's tensor to add into, or a new one for it)
+ * when it reads at the element index, else a temporary of the output shape,
+ * reduced to the input's shape afterwards. */
 typedef struct grad_target {
     int j;
-    clmad_tensor **slot;
-    clmad_tensor *tensor;
-    int accumulate;  /* tensor is *slot: add to it */
-    int fresh;       /* tensor goes into the empty *slot afterwards */
+    int direct;
+    clmad_adjoint_target adj;   /* direct */
+    clmad_tensor *temporary;    /* not direct */
 } grad_target;
 
 static clmad_status target_open(clmad_context *ctx, clmad_node *node, bcast_data *d,
@@ -75,39 +75,26 @@ static clmad_status target_open(clmad_context *ctx, clmad_node *node, bcast_data
 {
     memset(t, 0, sizeof *t);
     t->j = j;
-    t->slot = clmad__adjoint_slot(ctx, node, j);
-    clmad_tensor *x = node->inputs[j];
-    clmad_status st = clmad__settle_adjoint_slot(ctx, node, j);
-    if (st != CLMAD_OK)
-        return st;
-    if (direct_target(node, d, plan, j) && *t->slot) {
-        t->tensor = *t->slot;
-        t->accumulate = 1;
-        return CLMAD_OK;
-    }
-    if (direct_target(node, d, plan, j)) {
-        t->fresh = 1;
-        return clmad_tensor_create(ctx, node->dtype, x->ndim, x->shape, NULL, &t->tensor);
-    }
-    return clmad_tensor_create(ctx, node->dtype, plan->out_ndim, plan->out_shape, NULL, &t->tensor);
+    t->direct = direct_target(node, d, plan, j);
+    if (t->direct)
+        return clmad__adjoint_open(ctx, node, j, 0, &t->adj);
+    return clmad_tensor_create(ctx, node->dtype, plan->out_ndim, plan->out_shape, NULL, &t->temporary);
+}
+
+static clmad_tensor *target_tensor(const grad_target *t)
+{
+    return t->direct ? t->adj.tensor : t->temporary;
 }
 
 /* After the kernel: hand the gradient to its slot. */
 static clmad_status target_close(clmad_context *ctx, clmad_node *node, grad_target *t, clmad_status st)
 {
-    if (t->accumulate)
-        return st;
-    if (st != CLMAD_OK) {
-        clmad_tensor_release(t->tensor);
-        return st;
-    }
-    if (t->fresh) {
-        *t->slot = t->tensor;
-        return CLMAD_OK;
-    }
-    clmad_tensor *x = node->inputs[t->j], *g;
-    st = clmad__sum_to_shape(ctx, t->tensor, x->ndim, x->shape, &g);
-    clmad_tensor_release(t->tensor);
+    if (t->direct)
+        return clmad__adjoint_close(&t->adj, st);
+    clmad_tensor *x = node->inputs[t->j], *g = NULL;
+    if (st == CLMAD_OK)
+        st = clmad__sum_to_shape(ctx, t->temporary, x->ndim, x->shape, &g);
+    clmad_tensor_release(t->temporary);
     return st == CLMAD_OK ? clmad__accumulate_input(ctx, node, t->j, g) : st;
 }
 
@@ -159,8 +146,8 @@ static clmad_status chunked_backward(clmad_context *ctx, clmad_node *node, bcast
         int opened = 0;
         for (int s = 0; s < c.K && st == CLMAD_OK; s++, opened++) {
             st = target_open(ctx, node, d, plan, c.act[c.first + s], &t[s]);
-            targets[s] = t[s].tensor;
-            v.accumulate[s] = (char)t[s].accumulate;
+            targets[s] = target_tensor(&t[s]);
+            v.accumulate[s] = (char)(t[s].direct && t[s].adj.accumulate);
         }
         if (st == CLMAD_OK) {
             clmad_launch_args a = {.values = node->out_adj, .derivs = targets, .inputs = node->inputs,
@@ -237,23 +224,21 @@ clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tens
         free(d);
         return st;
     }
-    clmad_node *node;
-    st = clmad__record(ctx, k->fn_name, bcast_backward, inputs, k->n_inputs, values, k->n_outputs, &node);
-    if (st != CLMAD_OK) {
-        clmad__release_all(d->partials, d->n_partials);
-        clmad__release_all(values, k->n_outputs);
-        free(d);
-        return st;
-    }
     k->refcount++;
     d->k = k;
-    node->data = d;
+    clmad_node *node;
+    st = clmad__record_op(ctx, k->fn_name, bcast_backward, inputs, k->n_inputs, values, k->n_outputs, d,
+                          bcast_free, &node);
+    if (st != CLMAD_OK) {
+        clmad__release_all(values, k->n_outputs); /* bcast_free has released the rest */
+        return st;
+    }
     node->lazy_adjoints = 1;
-    node->free_data = bcast_free;
+    uint64_t kept = 0;
     for (int i = 0; i < d->n_partials; i++)
         if (d->partials[i])
-            node->saved_bytes += d->partials[i]->capacity;
-    ctx->stats.tape_saved_bytes += node->saved_bytes;
+            kept += d->partials[i]->capacity;
+    clmad__node_keeps(ctx, node, kept);
     memcpy(outputs, values, (size_t)k->n_outputs * sizeof *outputs);
     return CLMAD_OK;
 }

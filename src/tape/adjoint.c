@@ -83,7 +83,9 @@ clmad_status clmad__materialize_adjoint(clmad_context *ctx, clmad_node *node, in
     return CLMAD_OK;
 }
 
-clmad_status clmad__settle_adjoint_slot(clmad_context *ctx, clmad_node *node, int j)
+/* Makes the adjoint slot of input j of node hold a full tensor (or nothing),
+ * so that it can be accumulated into in place. */
+static clmad_status settle_adjoint_slot(clmad_context *ctx, clmad_node *node, int j)
 {
     clmad_tensor *x = node->inputs[j];
     if (!x->node || !clmad__node_current(ctx, x))
@@ -124,7 +126,7 @@ static clmad_status open_slot(clmad_context *ctx, clmad_node *node, int j, clmad
         return CLMAD_OK;
     /* A lazy adjoint (one value, or another node's tensor) is expanded
      * first: the gradient is added into the slot's buffer. */
-    clmad_status st = clmad__settle_adjoint_slot(ctx, node, j);
+    clmad_status st = settle_adjoint_slot(ctx, node, j);
     if (st != CLMAD_OK) {
         t->slot = NULL;
         return st;

@@ -184,13 +184,6 @@ clmad_status clmad__record_op(clmad_context *ctx, const char *name, clmad_backwa
     return CLMAD_OK;
 }
 
-clmad_status clmad__record(clmad_context *ctx, const char *name, clmad_backward_fn backward,
-                           clmad_tensor *const *inputs, int n_inputs, clmad_tensor **outputs,
-                           int n_outputs, clmad_node **node)
-{
-    return clmad__record_op(ctx, name, backward, inputs, n_inputs, outputs, n_outputs, NULL, NULL, node);
-}
-
 void clmad__tape_free_nodes(clmad_context *ctx)
 {
     struct clmad_tape *tape = ctx->tape.state;

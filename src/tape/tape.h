@@ -64,12 +64,6 @@ clmad_status clmad__record_op(clmad_context *ctx, const char *name, clmad_backwa
                               int n_outputs, void *data, void (*free_data)(clmad_node *node),
                               clmad_node **node);
 
-/* clmad__record_op with no data (the caller attaches it after success).
- * Kept for broadcast/node.c until it records through clmad__record_op. */
-clmad_status clmad__record(clmad_context *ctx, const char *name, clmad_backward_fn backward,
-                           clmad_tensor *const *inputs, int n_inputs, clmad_tensor **outputs,
-                           int n_outputs, clmad_node **node);
-
 /* Frees data (may be NULL) with free_data, for a node that was not made. */
 void clmad__discard_data(void *data, void (*free_data)(clmad_node *node));
 
@@ -122,10 +116,6 @@ clmad_status clmad__give_adjoint(clmad_context *ctx, clmad_node *node, int j, cl
 
 /* Replaces a lazy out_adj[o] of node by a full tensor of the output's shape. */
 clmad_status clmad__materialize_adjoint(clmad_context *ctx, clmad_node *node, int o);
-
-/* Makes the adjoint slot of input j of node hold a full tensor (or nothing),
- * so that it can be accumulated into in place. */
-clmad_status clmad__settle_adjoint_slot(clmad_context *ctx, clmad_node *node, int j);
 
 /* dst += src, same shape and dtype. */
 clmad_status clmad__accumulate_into(clmad_context *ctx, clmad_tensor *dst, clmad_tensor *src);

@@ -1,20 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "broadcast/kernel.h"
+#include "base/strings.h"
 #include "lower/lower.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *dup_string(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
 
 static int is_identifier(const char *s)
 {
@@ -174,7 +166,7 @@ clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const c
     if (k) {
         k->source = lowered;
         k->lower_note = note;
-        k->fn_name = dup_string(fn_name);
+        k->fn_name = clmad__strdup(fn_name);
     }
     if (!k || !k->fn_name) {
         free(lowered);

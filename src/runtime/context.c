@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "runtime/context.h"
+#include "base/strings.h"
 #include "runtime/device.h"
 #include "runtime/scope.h"
 #include "tape/tape.h"
@@ -14,23 +15,14 @@ void clmad_options_init(clmad_options *opt)
         memset(opt, 0, sizeof *opt);
 }
 
-static char *dup_string(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
-
 /* Resolves the on-disk cache folder; NULL (off) when none can be named. */
 static char *resolve_cache_dir(const char *option)
 {
     if (option)
-        return option[0] ? dup_string(option) : NULL;
+        return option[0] ? clmad__strdup(option) : NULL;
     const char *env = getenv("CLMAD_CACHE_DIR");
     if (env)
-        return env[0] ? dup_string(env) : NULL;
+        return env[0] ? clmad__strdup(env) : NULL;
     char buf[4096];
     const char *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
@@ -40,7 +32,7 @@ static char *resolve_cache_dir(const char *option)
         snprintf(buf, sizeof buf, "%s/.cache/clmad", home);
     else
         return NULL;
-    return dup_string(buf);
+    return clmad__strdup(buf);
 }
 
 static clmad_status choose_device(const clmad_options *opt, clmad_device_entry *chosen)

@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Deterministic reductions (sum, mean, unbroadcast) and strided copies. */
-#include "broadcast/codegen.h"
 #include "runtime/context.h"
 #include "runtime/primitives.h"
 #include "base/strbuf.h"
-#include "tape/tape.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -256,17 +256,3 @@ clmad_status clmad_finish(clmad_context *ctx)
     cl_int err = clFinish(ctx->queue);
     return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(ctx, err, "clFinish");
 }
-
-clmad_status clmad__check_dtype(const clmad_context *ctx, clmad_dtype dtype)
-{
-    if (dtype == CLMAD_F32)
-        return CLMAD_OK;
-    if (dtype != CLMAD_F64)
-        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "unknown dtype %d", (int)dtype);
-    if (!ctx->fp64)
-        return clmad__fail(ctx, CLMAD_ERR_UNSUPPORTED,
-                           "dtype f64 is not supported on device \"%s\"%s", ctx->info.name,
-                           ctx->info.fp64 ? " (fp64 disabled by the disable_fp64 option)"
-                                          : " (the device reports no fp64 support)");
-    return CLMAD_OK;
-}

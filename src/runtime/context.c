@@ -170,13 +170,9 @@ static void context_destroy(clmad_context *ctx)
     free(ctx->tape.nodes);
     clmad__scope_free(ctx);
     for (int d = 0; d < 2; d++)
-        for (int i = 0; i < CLMAD_OPS_COUNT; i++)
-            if (ctx->ops[d][i])
-                clReleaseKernel(ctx->ops[d][i]);
-    for (int d = 0; d < 2; d++)
-        for (int i = 0; i < CLMAD_TRAIN_COUNT; i++)
-            if (ctx->train[d][i])
-                clReleaseKernel(ctx->train[d][i]);
+        for (int i = 0; i < CLMAD_KERNEL_COUNT; i++)
+            if (ctx->kernels[d][i])
+                clReleaseKernel(ctx->kernels[d][i]);
     clmad__program_cache_clear(&ctx->programs);
     clmad__staging_drop_owned(ctx);
     clmad__buffer_pool_clear(ctx);

@@ -66,9 +66,8 @@ struct clmad_context {
     int chunk_cap;                  /* 0: the device default */
     clmad_message error;
     clmad_tape tape;
-    cl_kernel ops[2][CLMAD_OPS_COUNT];        /* [dtype][id] */
+    cl_kernel kernels[2][CLMAD_KERNEL_COUNT]; /* [dtype][id], kernels.c */
     struct clmad_kernel *builtins[CLMAD_BUILTIN_COUNT];
-    cl_kernel train[2][CLMAD_TRAIN_COUNT];    /* [dtype][id], train_kernels.c */
     /* Scopes (scope.c): every tensor made while one is open, by position;
      * an entry is NULL once the tensor is freed or kept. marks[i] is where
      * open scope i began. paused > 0 while clmad makes tensors it keeps

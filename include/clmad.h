@@ -65,18 +65,33 @@ extern "C" {
 /* Status                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/**
+ * Every status, once: X(name, value, description). The enum below and
+ * clmad_status_string are made from this list; a program may expand it
+ * too, e.g. for its own table of descriptions:
+ *
+ *     #define ROW(name, value, text) [value] = text,
+ *     static const char *const texts[] = {CLMAD_STATUS_LIST(ROW)};
+ *
+ * Values never change; new statuses are added at the end.
+ */
+#define CLMAD_STATUS_LIST(X)                                                                    \
+    X(CLMAD_OK, 0, "success")                                                                   \
+    X(CLMAD_ERR_INVALID_ARGUMENT, 1, "NULL pointer, bad rank, bad value")                       \
+    X(CLMAD_ERR_NO_DEVICE, 2, "no OpenCL device, or none matches the request")                  \
+    X(CLMAD_ERR_OPENCL, 3, "an OpenCL call failed; the message has its name and code")          \
+    X(CLMAD_ERR_OUT_OF_MEMORY, 4, "host or device allocation failed, or too large")             \
+    X(CLMAD_ERR_BUILD, 5, "an OpenCL C program failed to compile; the message has the log")     \
+    X(CLMAD_ERR_UNSUPPORTED, 6, "not supported here, e.g. f64 on a device without fp64")        \
+    X(CLMAD_ERR_SHAPE, 7, "shapes that do not match or broadcast")                              \
+    X(CLMAD_ERR_DTYPE, 8, "dtypes that do not match")                                           \
+    X(CLMAD_ERR_IO, 9, "a file could not be read or written")                                   \
+    X(CLMAD_ERR_STATE, 10, "call not valid in the object's state")
+
 typedef enum clmad_status {
-    CLMAD_OK = 0,
-    CLMAD_ERR_INVALID_ARGUMENT = 1, /* NULL pointer, bad rank, bad value */
-    CLMAD_ERR_NO_DEVICE = 2,        /* no OpenCL device, or none matches the request */
-    CLMAD_ERR_OPENCL = 3,           /* an OpenCL call failed; message has its name and code */
-    CLMAD_ERR_OUT_OF_MEMORY = 4,    /* host or device allocation failed, or too large */
-    CLMAD_ERR_BUILD = 5,            /* an OpenCL C program failed to compile; message has the log */
-    CLMAD_ERR_UNSUPPORTED = 6,      /* e.g. f64 on a device without fp64 */
-    CLMAD_ERR_SHAPE = 7,            /* shapes that do not match or broadcast */
-    CLMAD_ERR_DTYPE = 8,            /* dtypes that do not match */
-    CLMAD_ERR_IO = 9,               /* a file could not be read or written */
-    CLMAD_ERR_STATE = 10            /* call not valid in the object's state */
+#define CLMAD_STATUS_ENUMERATOR_(name, value, text) name = value,
+    CLMAD_STATUS_LIST(CLMAD_STATUS_ENUMERATOR_)
+#undef CLMAD_STATUS_ENUMERATOR_
 } clmad_status;
 
 /* ------------------------------------------------------------------------ */

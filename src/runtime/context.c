@@ -77,12 +77,12 @@ clmad_status clmad_context_create(const clmad_options *options, clmad_context **
     clmad_options defaults;
     clmad_options_init(&defaults);
     const clmad_options *opt = options ? options : &defaults;
-    if (opt->chunk_cap < 0 || opt->chunk_cap > 64)
-        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT,
-                           "clmad_context_create: chunk_cap %d is outside 0..64", opt->chunk_cap);
+    clmad_status st = clmad__check_options(opt, "clmad_context_create");
+    if (st != CLMAD_OK)
+        return st;
 
     clmad_device_entry dev;
-    clmad_status st = choose_device(opt, &dev);
+    st = choose_device(opt, &dev);
     if (st != CLMAD_OK)
         return st;
     return clmad__context_new(opt, &dev, NULL, NULL, out);
@@ -144,19 +144,7 @@ clmad_status clmad__context_new(const clmad_options *opt, const clmad_device_ent
 
     ctx->cache_dir = resolve_cache_dir(opt->cache_dir);
     clmad__disk_cache_open(ctx);
-    uint64_t limit = opt->pool_limit_bytes;
-    if (limit == 0) {
-        /* A quarter of the device, at most 8 GiB: one forward + backward of
-         * 64 MiB tensors (HM-LSTM at 4096 x 4096) cycles more than 1 GiB,
-         * and reallocating each iteration cost an H100 2x. */
-        limit = ctx->info.global_mem_bytes / 4;
-        if (limit > (UINT64_C(8) << 30))
-            limit = UINT64_C(8) << 30;
-    }
-    ctx->pool.limit_bytes = limit;
-    ctx->chunk_cap = opt->chunk_cap;
-    ctx->tape.grad_enabled = 1;
-    ctx->tape.policy = CLMAD_PARTIALS_AUTO;
+    clmad__apply_options(ctx, opt);
     *out = ctx;
     return CLMAD_OK;
 }

@@ -117,4 +117,11 @@ clmad_message *clmad__message_slot(const clmad_context *ctx);
 /* CLMAD_ERR_UNSUPPORTED unless the context can compute in dtype. */
 clmad_status clmad__check_dtype(const clmad_context *ctx, clmad_dtype dtype);
 
+/* CLMAD_ERR_INVALID_ARGUMENT, naming `call` and the field, when a context
+ * parameter of opt is out of its bounds (context_params.c). */
+clmad_status clmad__check_options(const clmad_options *opt, const char *call);
+
+/* Gives a new ctx the context parameters of opt (checked already). */
+void clmad__apply_options(clmad_context *ctx, const clmad_options *opt);
+
 #endif

@@ -2,13 +2,15 @@
 /*
  * Kernels of the operations along one axis (max, logsumexp, softmax,
  * log_softmax) and of the softmax cross-entropy loss. `real` comes from the
- * prelude (src/ops_kernels.c). A tensor is seen as outer x n x inner, the
+ * include of real.clh. A tensor is seen as outer x n x inner, the
  * axis in the middle: element (o, k, i) is at (o * n + k) * inner + i, and
  * the row (o, i) is its n elements along the axis, r = o * inner + i. One
  * work-item walks one row in a fixed order (reproducible results); rows of
  * a softmax over classes are short, and there are many of them.
  */
 #pragma OPENCL FP_CONTRACT OFF
+
+#include "real.clh"
 
 #define ROW_BASE(r, n, inner) (((r) / (inner)) * (n) * (inner) + (r) % (inner))
 

@@ -2,13 +2,15 @@
 /*
  * Kernels of the builtin operations that are not broadcasts: strided copies
  * (slice, concat, transpose, expand), deterministic reductions and the
- * accumulation of gradients, and fills. `real` comes from the prelude.
+ * accumulation of gradients, and fills. `real` comes from real.clh.
  * Shapes and strides of up to 8 dimensions travel as ulong8 and are unpacked
  * into private arrays (vectors cannot be indexed by a variable in OpenCL C
  * 1.2). No contraction into fma: clmad_dot must round like a product stored
  * and then summed.
  */
 #pragma OPENCL FP_CONTRACT OFF
+
+#include "real.clh"
 
 /* Element offset of linear index i over dims[0..nd) with the given strides
  * (last dimension fastest). */

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Kernels of the training helpers: random initialisation (Philox4x32-10),
- * in-place updates and the fused optimizer steps. `real` comes from the
- * prelude, which also defines CLMAD_F64 for double. No contraction into
- * fma: results must match the host formulas of the tests on every device.
+ * in-place updates and the fused optimizer steps. `real` comes from
+ * real.clh. No contraction into fma: results must match the host formulas
+ * of the tests on every device.
  */
 #pragma OPENCL FP_CONTRACT OFF
+
+#include "real.clh"
 
 /* ---- Philox4x32-10 (Salmon et al., SC'11; the constants of Random123) --- */
 
@@ -28,7 +30,7 @@ static uint4 philox4x32_10(uint4 c, uint2 k)
     return c;
 }
 
-#ifdef CLMAD_F64
+#if CLMAD_REAL_DOUBLE
 #define CLMAD_RAND_PER 2 /* values per Philox block: 53 bits take two words */
 /* [0, 1) in steps of 2^-53, from the top 27 and 26 bits of two words. */
 static real clmad_unit(uint a, uint b)
@@ -63,7 +65,7 @@ __kernel void clmad_rand(__global real *dst, ulong n, uint k0, uint k1, real a, 
         return;
     const uint4 w = philox4x32_10((uint4)((uint)block, (uint)(block >> 32), 0u, 0u), (uint2)(k0, k1));
     real v[4];
-#ifdef CLMAD_F64
+#if CLMAD_REAL_DOUBLE
     v[0] = clmad_unit(w.x, w.y);
     v[1] = clmad_unit(w.z, w.w);
 #else

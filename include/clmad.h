@@ -65,18 +65,33 @@ extern "C" {
 /* Status                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/**
+ * Every status, once: X(name, value, description). The enum below and
+ * clmad_status_string are made from this list; a program may expand it
+ * too, e.g. for its own table of descriptions:
+ *
+ *     #define ROW(name, value, text) [value] = text,
+ *     static const char *const texts[] = {CLMAD_STATUS_LIST(ROW)};
+ *
+ * Values never change; new statuses are added at the end.
+ */
+#define CLMAD_STATUS_LIST(X)                                                                    \
+    X(CLMAD_OK, 0, "success")                                                                   \
+    X(CLMAD_ERR_INVALID_ARGUMENT, 1, "NULL pointer, bad rank, bad value")                       \
+    X(CLMAD_ERR_NO_DEVICE, 2, "no OpenCL device, or none matches the request")                  \
+    X(CLMAD_ERR_OPENCL, 3, "an OpenCL call failed; the message has its name and code")          \
+    X(CLMAD_ERR_OUT_OF_MEMORY, 4, "host or device allocation failed, or too large")             \
+    X(CLMAD_ERR_BUILD, 5, "an OpenCL C program failed to compile; the message has the log")     \
+    X(CLMAD_ERR_UNSUPPORTED, 6, "not supported here, e.g. f64 on a device without fp64")        \
+    X(CLMAD_ERR_SHAPE, 7, "shapes that do not match or broadcast")                              \
+    X(CLMAD_ERR_DTYPE, 8, "dtypes that do not match")                                           \
+    X(CLMAD_ERR_IO, 9, "a file could not be read or written")                                   \
+    X(CLMAD_ERR_STATE, 10, "call not valid in the object's state")
+
 typedef enum clmad_status {
-    CLMAD_OK = 0,
-    CLMAD_ERR_INVALID_ARGUMENT = 1, /* NULL pointer, bad rank, bad value */
-    CLMAD_ERR_NO_DEVICE = 2,        /* no OpenCL device, or none matches the request */
-    CLMAD_ERR_OPENCL = 3,           /* an OpenCL call failed; message has its name and code */
-    CLMAD_ERR_OUT_OF_MEMORY = 4,    /* host or device allocation failed, or too large */
-    CLMAD_ERR_BUILD = 5,            /* an OpenCL C program failed to compile; message has the log */
-    CLMAD_ERR_UNSUPPORTED = 6,      /* e.g. f64 on a device without fp64 */
-    CLMAD_ERR_SHAPE = 7,            /* shapes that do not match or broadcast */
-    CLMAD_ERR_DTYPE = 8,            /* dtypes that do not match */
-    CLMAD_ERR_IO = 9,               /* a file could not be read or written */
-    CLMAD_ERR_STATE = 10            /* call not valid in the object's state */
+#define CLMAD_STATUS_ENUMERATOR_(name, value, text) name = value,
+    CLMAD_STATUS_LIST(CLMAD_STATUS_ENUMERATOR_)
+#undef CLMAD_STATUS_ENUMERATOR_
 } clmad_status;
 
 /* ------------------------------------------------------------------------ */
@@ -153,6 +168,19 @@ CLMAD_API clmad_status clmad_device_choose(const clmad_device_info *list, size_t
 typedef struct clmad_context clmad_context;
 
 /** Options for clmad_context_create. Initialise with clmad_options_init. */
+/* When a broadcast node evaluates the partials (paper section 2.2.3). */
+typedef enum clmad_partials_policy {
+    /* RECOMPUTE on GPUs (memory-bound: storing partials adds traffic);
+     * elsewhere STORE when the stored partials (output elements x active
+     * inputs) fit in 1/4 of the device's global memory, else RECOMPUTE. */
+    CLMAD_PARTIALS_AUTO = 0,
+    /* Dual kernel in the forward pass; the partials are kept until backward. */
+    CLMAD_PARTIALS_STORE = 1,
+    /* Primal kernel forward; in backward one dual kernel fused with the
+     * multiply by the output adjoints and the accumulation: nothing kept. */
+    CLMAD_PARTIALS_RECOMPUTE = 2
+} clmad_partials_policy;
+
 typedef struct clmad_options {
     /* Device request; NULL means: the CLMAD_DEVICE environment variable if
      * set and not empty, else the first GPU, else the first device. Forms:
@@ -174,7 +202,43 @@ typedef struct clmad_options {
     /* Most partials one dual kernel carries (see clmad_set_chunk_cap);
      * 0 means the device default. */
     int chunk_cap;
+    /* 1: keep the tape after backward (clmad_set_retain_tape). */
+    int retain_tape;
+    /* 1: record nothing, the no-grad mode (clmad_set_grad_enabled(ctx, 0)). */
+    int disable_grad;
+    /* When broadcasts evaluate their partials (clmad_set_partials_policy). */
+    clmad_partials_policy partials_policy;
 } clmad_options;
+
+/**
+ * The context parameters, X(id, value, field, lowest, highest): each is the
+ * clmad_options field of the same name (its value when the context is
+ * made) and can be read and changed later with clmad_context_get_param and
+ * clmad_context_set_param. Values outside lowest..highest are refused
+ * (CLMAD_ERR_INVALID_ARGUMENT), at creation and by clmad_context_set_param.
+ *   CHUNK_CAP          0 (the device default, see clmad_chunk_cap) or 1..64
+ *   POOL_LIMIT_BYTES   0 sets the default (1/4 of the device's global
+ *                      memory, at most 8 GiB); the getter reports the
+ *                      limit in force. A limit below what the pool keeps
+ *                      empties the pool.
+ *   RETAIN_TAPE        0 or 1
+ *   DISABLE_GRAD       0 (recording on, the default) or 1
+ *   PARTIALS_POLICY    a clmad_partials_policy
+ * The named calls (clmad_set_chunk_cap, clmad_set_retain_tape,
+ * clmad_set_grad_enabled, clmad_set_partials_policy) set the same values.
+ */
+#define CLMAD_CONTEXT_PARAMS(X)                                                        \
+    X(CLMAD_PARAM_CHUNK_CAP, 0, chunk_cap, 0, 64)                                      \
+    X(CLMAD_PARAM_POOL_LIMIT_BYTES, 1, pool_limit_bytes, 0, INT64_MAX)                 \
+    X(CLMAD_PARAM_RETAIN_TAPE, 2, retain_tape, 0, 1)                                   \
+    X(CLMAD_PARAM_DISABLE_GRAD, 3, disable_grad, 0, 1)                                 \
+    X(CLMAD_PARAM_PARTIALS_POLICY, 4, partials_policy, 0, CLMAD_PARTIALS_RECOMPUTE)
+
+typedef enum clmad_context_param {
+#define CLMAD_CONTEXT_PARAM_ENUMERATOR_(id, value, field, lowest, highest) id = value,
+    CLMAD_CONTEXT_PARAMS(CLMAD_CONTEXT_PARAM_ENUMERATOR_)
+#undef CLMAD_CONTEXT_PARAM_ENUMERATOR_
+} clmad_context_param;
 
 /*
  * The environment variable CLMAD_LOG=info makes clmad say on stderr, one
@@ -208,6 +272,21 @@ CLMAD_API clmad_status clmad_context_create(const clmad_options *opt, clmad_cont
  * gone, ctx is freed and any use of it is undefined.
  */
 CLMAD_API void clmad_context_release(clmad_context *ctx);
+
+/**
+ * Sets a parameter of ctx (CLMAD_CONTEXT_PARAMS) for what runs from now on.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (ctx NULL, an unknown param, a value
+ * outside the param's bounds: the message names both).
+ */
+CLMAD_API clmad_status clmad_context_set_param(clmad_context *ctx, clmad_context_param param, int64_t value);
+
+/**
+ * The value of a parameter of ctx in *value: as set, or as the options
+ * gave it (POOL_LIMIT_BYTES: the limit in force).
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, an unknown param).
+ */
+CLMAD_API clmad_status clmad_context_get_param(const clmad_context *ctx, clmad_context_param param,
+                                               int64_t *value);
 
 /** The facts of the context's device. */
 CLMAD_API clmad_status clmad_context_device(const clmad_context *ctx, clmad_device_info *info);
@@ -599,19 +678,6 @@ CLMAD_API clmad_status clmad_set_grad_enabled(clmad_context *ctx, int on);
 
 /** Drops every node of the tape and what they keep alive. */
 CLMAD_API void clmad_tape_clear(clmad_context *ctx);
-
-/* When a broadcast node evaluates the partials (paper section 2.2.3). */
-typedef enum clmad_partials_policy {
-    /* RECOMPUTE on GPUs (memory-bound: storing partials adds traffic);
-     * elsewhere STORE when the stored partials (output elements x active
-     * inputs) fit in 1/4 of the device's global memory, else RECOMPUTE. */
-    CLMAD_PARTIALS_AUTO = 0,
-    /* Dual kernel in the forward pass; the partials are kept until backward. */
-    CLMAD_PARTIALS_STORE = 1,
-    /* Primal kernel forward; in backward one dual kernel fused with the
-     * multiply by the output adjoints and the accumulation: nothing kept. */
-    CLMAD_PARTIALS_RECOMPUTE = 2
-} clmad_partials_policy;
 
 /** Sets the partials policy of ctx for the broadcasts recorded from now on. */
 CLMAD_API clmad_status clmad_set_partials_policy(clmad_context *ctx, clmad_partials_policy policy);

@@ -6,7 +6,7 @@
 #ifndef CLMAD_LOG_H
 #define CLMAD_LOG_H
 
-#include "runtime/error.h"
+#include "base/attributes.h"
 
 /* 1 when CLMAD_LOG is "info" (read at each call: logging happens only
  * around compiles, which take far longer). */

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "runtime/error.h"
+#include "base/attributes.h"
 
 typedef struct clmad_strbuf {
     char *data;   /* NUL-terminated; NULL until the first append */

@@ -3,6 +3,7 @@
  * lowered, and the variants compiled at creation. */
 #include "broadcast/launch.h"
 #include "broadcast/variants.h"
+#include "base/strings.h"
 #include "runtime/context.h"
 #include "lower/lower.h"
 
@@ -10,15 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *dup_string(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
 
 static int is_identifier(const char *s)
 {
@@ -96,7 +88,7 @@ clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const c
     if (k) {
         k->source = lowered;
         k->lower_note = note;
-        k->fn_name = dup_string(fn_name);
+        k->fn_name = clmad__strdup(fn_name);
     }
     if (!k || !k->fn_name) {
         free(lowered);

@@ -28,11 +28,11 @@ static void axis_free(clmad_node *node)
 }
 
 /* Sets arguments of an axis.cl kernel and enqueues `work` work-items. */
-static clmad_status launch(clmad_context *ctx, clmad_ops_kernel_id id, clmad_dtype dtype, int n,
+static clmad_status launch(clmad_context *ctx, clmad_kernel_id id, clmad_dtype dtype, int n,
                            const size_t *sizes, const void *const *values, size_t work, uint64_t bytes)
 {
     cl_kernel k;
-    clmad_status st = clmad__ops_kernel(ctx, dtype, id, &k);
+    clmad_status st = clmad__cached_kernel(ctx, dtype, id, &k);
     if (st == CLMAD_OK)
         st = clmad__set_kernel_args(ctx, k, n, sizes, values);
     return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, work, bytes) : st;

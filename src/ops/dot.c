@@ -23,7 +23,7 @@ static clmad_status dot_pass(clmad_context *ctx, clmad_tensor *dst, clmad_tensor
         return clmad__range_pass(ctx, CLMAD_OPS_DOT_RANGES, dst->mem, a->mem, b->mem, a->dtype, a->numel,
                                  parts);
     cl_kernel k;
-    clmad_status st = clmad__ops_kernel(ctx, a->dtype, CLMAD_OPS_DOT_PARTS, &k);
+    clmad_status st = clmad__cached_kernel(ctx, a->dtype, CLMAD_OPS_DOT_PARTS, &k);
     if (st != CLMAD_OK)
         return st;
     cl_ulong n = a->numel, np = parts;

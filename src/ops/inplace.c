@@ -21,7 +21,7 @@ clmad_status clmad_tensor_axpby(clmad_tensor *y, double alpha, clmad_tensor *x, 
     if (st != CLMAD_OK || y->numel == 0)
         return st;
     cl_kernel k;
-    st = clmad__train_kernel(ctx, y->dtype, CLMAD_TRAIN_AXPBY, &k);
+    st = clmad__cached_kernel(ctx, y->dtype, CLMAD_TRAIN_AXPBY, &k);
     if (st != CLMAD_OK)
         return st;
     cl_ulong n = y->numel;

@@ -97,7 +97,7 @@ static clmad_status one_hot(clmad_context *ctx, clmad_tensor *logits, clmad_tens
         return st;
     }
     cl_kernel k;
-    st = clmad__ops_kernel(ctx, t->dtype, CLMAD_OPS_ONE_HOT, &k);
+    st = clmad__cached_kernel(ctx, t->dtype, CLMAD_OPS_ONE_HOT, &k);
     cl_ulong numel = t->numel, classes = logits->shape[logits->ndim - 1];
     const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof numel, sizeof classes};
     const void *values[] = {&t->mem, &idx->mem, &numel, &classes};

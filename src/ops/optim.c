@@ -176,7 +176,7 @@ static clmad_status step_one(clmad_optimizer *o, int i)
     cl_kernel k;
     clmad_status st;
     if (q->kind == CLMAD_OPTIM_SGD) {
-        st = clmad__train_kernel(ctx, dt, CLMAD_TRAIN_SGD, &k);
+        st = clmad__cached_kernel(ctx, dt, CLMAD_TRAIN_SGD, &k);
         if (st != CLMAD_OK)
             return st;
         real_arg lr = real_of(dt, q->lr), mu = real_of(dt, q->momentum), wd = real_of(dt, q->weight_decay);
@@ -189,7 +189,7 @@ static clmad_status step_one(clmad_optimizer *o, int i)
         return st != CLMAD_OK ? st
                               : clmad__enqueue_1d(ctx, k, p->numel, (uint64_t)(has_v ? 5 : 3) * clmad__tensor_bytes(p));
     }
-    st = clmad__train_kernel(ctx, dt, CLMAD_TRAIN_ADAM, &k);
+    st = clmad__cached_kernel(ctx, dt, CLMAD_TRAIN_ADAM, &k);
     if (st != CLMAD_OK)
         return st;
     const double t = (double)o->steps;

@@ -27,7 +27,7 @@ static clmad_status rand_tensor(clmad_context *ctx, const char *call, clmad_dtyp
         return st;
     }
     cl_kernel k;
-    st = clmad__train_kernel(ctx, dtype, CLMAD_TRAIN_RAND, &k);
+    st = clmad__cached_kernel(ctx, dtype, CLMAD_TRAIN_RAND, &k);
     if (st == CLMAD_OK) {
         const size_t per = dtype == CLMAD_F64 ? 2 : 4; /* values per Philox block */
         cl_ulong n = t->numel;

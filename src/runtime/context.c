@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "runtime/context.h"
+#include "base/strings.h"
 #include "runtime/device.h"
 #include "runtime/scope.h"
 
@@ -13,23 +14,14 @@ void clmad_options_init(clmad_options *opt)
         memset(opt, 0, sizeof *opt);
 }
 
-static char *dup_string(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
-
 /* Resolves the on-disk cache folder; NULL (off) when none can be named. */
 static char *resolve_cache_dir(const char *option)
 {
     if (option)
-        return option[0] ? dup_string(option) : NULL;
+        return option[0] ? clmad__strdup(option) : NULL;
     const char *env = getenv("CLMAD_CACHE_DIR");
     if (env)
-        return env[0] ? dup_string(env) : NULL;
+        return env[0] ? clmad__strdup(env) : NULL;
     char buf[4096];
     const char *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
@@ -39,7 +31,7 @@ static char *resolve_cache_dir(const char *option)
         snprintf(buf, sizeof buf, "%s/.cache/clmad", home);
     else
         return NULL;
-    return dup_string(buf);
+    return clmad__strdup(buf);
 }
 
 static clmad_status choose_device(const clmad_options *opt, clmad_device_entry *chosen)
@@ -84,12 +76,12 @@ clmad_status clmad_context_create(const clmad_options *options, clmad_context **
     clmad_options defaults;
     clmad_options_init(&defaults);
     const clmad_options *opt = options ? options : &defaults;
-    if (opt->chunk_cap < 0 || opt->chunk_cap > 64)
-        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT,
-                           "clmad_context_create: chunk_cap %d is outside 0..64", opt->chunk_cap);
+    clmad_status st = clmad__check_options(opt, "clmad_context_create");
+    if (st != CLMAD_OK)
+        return st;
 
     clmad_device_entry dev;
-    clmad_status st = choose_device(opt, &dev);
+    st = choose_device(opt, &dev);
     if (st != CLMAD_OK)
         return st;
     return clmad__context_new(opt, &dev, NULL, NULL, out);
@@ -152,19 +144,7 @@ clmad_status clmad__context_new(const clmad_options *opt, const clmad_device_ent
 
     ctx->cache_dir = resolve_cache_dir(opt->cache_dir);
     clmad__disk_cache_open(ctx);
-    uint64_t limit = opt->pool_limit_bytes;
-    if (limit == 0) {
-        /* A quarter of the device, at most 8 GiB: one forward + backward of
-         * 64 MiB tensors (HM-LSTM at 4096 x 4096) cycles more than 1 GiB,
-         * and reallocating each iteration cost an H100 2x. */
-        limit = ctx->info.global_mem_bytes / 4;
-        if (limit > (UINT64_C(8) << 30))
-            limit = UINT64_C(8) << 30;
-    }
-    ctx->pool.limit_bytes = limit;
-    ctx->chunk_cap = opt->chunk_cap;
-    ctx->tape.grad_enabled = 1;
-    ctx->tape.policy = CLMAD_PARTIALS_AUTO;
+    clmad__apply_options(ctx, opt);
     *out = ctx;
     return CLMAD_OK;
 }
@@ -178,13 +158,9 @@ static void context_destroy(clmad_context *ctx)
         clFinish(ctx->queue);
     clmad__scope_free(ctx);
     for (int d = 0; d < 2; d++)
-        for (int i = 0; i < CLMAD_OPS_COUNT; i++)
-            if (ctx->ops[d][i])
-                clReleaseKernel(ctx->ops[d][i]);
-    for (int d = 0; d < 2; d++)
-        for (int i = 0; i < CLMAD_TRAIN_COUNT; i++)
-            if (ctx->train[d][i])
-                clReleaseKernel(ctx->train[d][i]);
+        for (int i = 0; i < CLMAD_KERNEL_COUNT; i++)
+            if (ctx->kernels[d][i])
+                clReleaseKernel(ctx->kernels[d][i]);
     clmad__program_cache_clear(&ctx->programs);
     clmad__buffer_pool_clear(ctx);
     if (ctx->queue)
@@ -255,18 +231,4 @@ clmad_status clmad_finish(clmad_context *ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_finish: ctx is NULL");
     cl_int err = clFinish(ctx->queue);
     return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(ctx, err, "clFinish");
-}
-
-clmad_status clmad__check_dtype(const clmad_context *ctx, clmad_dtype dtype)
-{
-    if (dtype == CLMAD_F32)
-        return CLMAD_OK;
-    if (dtype != CLMAD_F64)
-        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "unknown dtype %d", (int)dtype);
-    if (!ctx->fp64)
-        return clmad__fail(ctx, CLMAD_ERR_UNSUPPORTED,
-                           "dtype f64 is not supported on device \"%s\"%s", ctx->info.name,
-                           ctx->info.fp64 ? " (fp64 disabled by the disable_fp64 option)"
-                                          : " (the device reports no fp64 support)");
-    return CLMAD_OK;
 }

@@ -57,9 +57,8 @@ struct clmad_context {
     int chunk_cap;                  /* 0: the device default */
     clmad_message error;
     clmad_tape_settings tape;
-    cl_kernel ops[2][CLMAD_OPS_COUNT];        /* [dtype][id] */
+    cl_kernel kernels[2][CLMAD_KERNEL_COUNT]; /* [dtype][id], kernels.c */
     struct clmad_builtins *builtins;          /* the ops layer's (ops/builtins.h), NULL until used */
-    cl_kernel train[2][CLMAD_TRAIN_COUNT];    /* [dtype][id], train_kernels.c */
     /* Scopes (scope.c): every tensor made while one is open, by position;
      * an entry is NULL once the tensor is freed or kept. marks[i] is where
      * open scope i began. paused > 0 while clmad makes tensors it keeps
@@ -115,5 +114,12 @@ clmad_message *clmad__message_slot(const clmad_context *ctx);
 
 /* CLMAD_ERR_UNSUPPORTED unless the context can compute in dtype. */
 clmad_status clmad__check_dtype(const clmad_context *ctx, clmad_dtype dtype);
+
+/* CLMAD_ERR_INVALID_ARGUMENT, naming `call` and the field, when a context
+ * parameter of opt is out of its bounds (context_params.c). */
+clmad_status clmad__check_options(const clmad_options *opt, const char *call);
+
+/* Gives a new ctx the context parameters of opt (checked already). */
+void clmad__apply_options(clmad_context *ctx, const clmad_options *opt);
 
 #endif

@@ -116,25 +116,12 @@ clmad_status clmad__fail_cl(const clmad_context *ctx, cl_int err, const char *wh
                        ctx ? ctx->info.name : "(none)");
 }
 
-#define CLMAD_STATUS_LIST(X)            \
-    X(CLMAD_OK)                         \
-    X(CLMAD_ERR_INVALID_ARGUMENT)       \
-    X(CLMAD_ERR_NO_DEVICE)              \
-    X(CLMAD_ERR_OPENCL)                 \
-    X(CLMAD_ERR_OUT_OF_MEMORY)          \
-    X(CLMAD_ERR_BUILD)                  \
-    X(CLMAD_ERR_UNSUPPORTED)            \
-    X(CLMAD_ERR_SHAPE)                  \
-    X(CLMAD_ERR_DTYPE)                  \
-    X(CLMAD_ERR_IO)                     \
-    X(CLMAD_ERR_STATE)
-
 const char *clmad_status_string(clmad_status s)
 {
     switch (s) {
-#define X(name) case name: return #name;
-        CLMAD_STATUS_LIST(X)
-#undef X
+#define CLMAD__STATUS_CASE(name, value, text) case name: return #name;
+        CLMAD_STATUS_LIST(CLMAD__STATUS_CASE)
+#undef CLMAD__STATUS_CASE
     }
     return "CLMAD_ERR_UNKNOWN";
 }

@@ -6,13 +6,8 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
+#include "base/attributes.h"
 #include "clmad.h"
-
-#if defined(__GNUC__)
-#define CLMAD_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define CLMAD_PRINTF(f, a)
-#endif
 
 /* Records the message of a failure on ctx (on this thread when ctx is NULL)
  * and returns s, so that callers write `return clmad__fail(...)`. */

@@ -71,9 +71,9 @@ clmad_status clmad_context_create_cl(cl_context context, cl_device_id device,
     if (opt->device)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT,
                            "%s: opt->device must be NULL (the device is the one given)", call);
-    if (opt->chunk_cap < 0 || opt->chunk_cap > 64)
-        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: chunk_cap %d is outside 0..64",
-                           call, opt->chunk_cap);
+    clmad_status st = clmad__check_options(opt, call);
+    if (st != CLMAD_OK)
+        return st;
 
     clmad_device_entry dev = {0};
     dev.device = device;
@@ -81,7 +81,7 @@ clmad_status clmad_context_create_cl(cl_context context, cl_device_id device,
     if (err != CL_SUCCESS)
         return bad_object(NULL, call, "device", err);
     int has = 0;
-    clmad_status st = context_has_device(context, device, &has);
+    st = context_has_device(context, device, &has);
     if (st != CLMAD_OK)
         return st;
     if (!has)

@@ -1,37 +1,37 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The ids of the internal kernels that a context builds once per dtype. */
+/* The internal kernels that a context builds once per dtype (kernels.c). */
 #ifndef CLMAD_KERNEL_IDS_H
 #define CLMAD_KERNEL_IDS_H
 
-/* Internal kernels of cl/ops.cl and cl/axis.cl, built once per context and
- * dtype (one program per file). */
-typedef enum clmad_ops_kernel_id {
-    CLMAD_OPS_STRIDED_COPY,
-    CLMAD_OPS_REDUCE_SUM,
-    CLMAD_OPS_ACCUMULATE,
-    CLMAD_OPS_FILL,
-    CLMAD_OPS_EXPAND_SCALED,
-    CLMAD_OPS_DOT_PARTS,
-    CLMAD_OPS_SUM_RANGES,
-    CLMAD_OPS_DOT_RANGES,
-    /* cl/axis.cl (src/ops_axis.c, src/ops_losses.c) */
-    CLMAD_OPS_AXIS_REDUCE,
-    CLMAD_OPS_AXIS_SOFTMAX,
-    CLMAD_OPS_AXIS_MAX_GRAD,
-    CLMAD_OPS_AXIS_LOGSUMEXP_GRAD,
-    CLMAD_OPS_AXIS_SOFTMAX_GRAD,
-    CLMAD_OPS_ONE_HOT,
-    CLMAD_OPS_COUNT
-} clmad_ops_kernel_id;
+/* X(id, file under cl/, kernel name). The kernels of one file share one
+ * program per context and dtype. */
+#define CLMAD_CACHED_KERNELS(X)                                                   \
+    X(CLMAD_OPS_STRIDED_COPY, "ops.cl", "clmad_strided_copy")                    \
+    X(CLMAD_OPS_REDUCE_SUM, "ops.cl", "clmad_reduce_sum")                        \
+    X(CLMAD_OPS_ACCUMULATE, "ops.cl", "clmad_accumulate")                        \
+    X(CLMAD_OPS_FILL, "ops.cl", "clmad_fill")                                    \
+    X(CLMAD_OPS_EXPAND_SCALED, "ops.cl", "clmad_expand_scaled")                  \
+    X(CLMAD_OPS_DOT_PARTS, "ops.cl", "clmad_dot_parts")                          \
+    X(CLMAD_OPS_SUM_RANGES, "ops.cl", "clmad_sum_ranges")                        \
+    X(CLMAD_OPS_DOT_RANGES, "ops.cl", "clmad_dot_ranges")                        \
+    /* operations along one axis (ops/axis.c, ops/losses.c) */                    \
+    X(CLMAD_OPS_AXIS_REDUCE, "axis.cl", "clmad_axis_reduce")                     \
+    X(CLMAD_OPS_AXIS_SOFTMAX, "axis.cl", "clmad_axis_softmax")                   \
+    X(CLMAD_OPS_AXIS_MAX_GRAD, "axis.cl", "clmad_axis_max_grad")                 \
+    X(CLMAD_OPS_AXIS_LOGSUMEXP_GRAD, "axis.cl", "clmad_axis_logsumexp_grad")     \
+    X(CLMAD_OPS_AXIS_SOFTMAX_GRAD, "axis.cl", "clmad_axis_softmax_grad")         \
+    X(CLMAD_OPS_ONE_HOT, "axis.cl", "clmad_one_hot")                             \
+    /* random initialisation, in-place updates, optimizer steps */                \
+    X(CLMAD_TRAIN_RAND, "train.cl", "clmad_rand")                                \
+    X(CLMAD_TRAIN_AXPBY, "train.cl", "clmad_axpby")                              \
+    X(CLMAD_TRAIN_SGD, "train.cl", "clmad_sgd")                                  \
+    X(CLMAD_TRAIN_ADAM, "train.cl", "clmad_adam")
 
-/* Kernels of cl/train.cl (random initialisation, in-place updates,
- * optimizer steps), built once per context and dtype (train_kernels.c). */
-typedef enum clmad_train_kernel_id {
-    CLMAD_TRAIN_RAND,
-    CLMAD_TRAIN_AXPBY,
-    CLMAD_TRAIN_SGD,
-    CLMAD_TRAIN_ADAM,
-    CLMAD_TRAIN_COUNT
-} clmad_train_kernel_id;
+typedef enum clmad_kernel_id {
+#define CLMAD__KERNEL_ID(id, file, name) id,
+    CLMAD_CACHED_KERNELS(CLMAD__KERNEL_ID)
+#undef CLMAD__KERNEL_ID
+    CLMAD_KERNEL_COUNT
+} clmad_kernel_id;
 
 #endif

@@ -1,51 +1,44 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The context's cached internal kernels (the table of kernel_ids.h). */
 #include "runtime/primitives.h"
 #include "runtime/context.h"
 #include "base/embedded.h"
 #include "base/strbuf.h"
 
 #include <stdio.h>
-#include <string.h>
 
-/* Each kernel and the file under cl/ that holds it. */
 static const struct {
-    const char *name, *file;
-} OPS[CLMAD_OPS_COUNT] = {
-    [CLMAD_OPS_STRIDED_COPY] = {"clmad_strided_copy", "ops.cl"},
-    [CLMAD_OPS_REDUCE_SUM] = {"clmad_reduce_sum", "ops.cl"},
-    [CLMAD_OPS_ACCUMULATE] = {"clmad_accumulate", "ops.cl"},
-    [CLMAD_OPS_FILL] = {"clmad_fill", "ops.cl"},
-    [CLMAD_OPS_EXPAND_SCALED] = {"clmad_expand_scaled", "ops.cl"},
-    [CLMAD_OPS_DOT_PARTS] = {"clmad_dot_parts", "ops.cl"},
-    [CLMAD_OPS_SUM_RANGES] = {"clmad_sum_ranges", "ops.cl"},
-    [CLMAD_OPS_DOT_RANGES] = {"clmad_dot_ranges", "ops.cl"},
-    [CLMAD_OPS_AXIS_REDUCE] = {"clmad_axis_reduce", "axis.cl"},
-    [CLMAD_OPS_AXIS_SOFTMAX] = {"clmad_axis_softmax", "axis.cl"},
-    [CLMAD_OPS_AXIS_MAX_GRAD] = {"clmad_axis_max_grad", "axis.cl"},
-    [CLMAD_OPS_AXIS_LOGSUMEXP_GRAD] = {"clmad_axis_logsumexp_grad", "axis.cl"},
-    [CLMAD_OPS_AXIS_SOFTMAX_GRAD] = {"clmad_axis_softmax_grad", "axis.cl"},
-    [CLMAD_OPS_ONE_HOT] = {"clmad_one_hot", "axis.cl"},
+    const char *file, *name;
+} KERNELS[] = {
+#define CLMAD__KERNEL_ENTRY(id, file, name) [id] = {file, name},
+    CLMAD_CACHED_KERNELS(CLMAD__KERNEL_ENTRY)
+#undef CLMAD__KERNEL_ENTRY
 };
 
-clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_kernel_id id,
-                               cl_kernel *kernel)
+/* Every id has its entry, with a file and a kernel name. */
+_Static_assert(sizeof KERNELS / sizeof KERNELS[0] == CLMAD_KERNEL_COUNT,
+               "CLMAD_CACHED_KERNELS: an id without its entry");
+#define CLMAD__KERNEL_CHECK(id, file, name)                                       \
+    _Static_assert(sizeof file > 1 && sizeof name > 1, #id ": an empty file or kernel name");
+CLMAD_CACHED_KERNELS(CLMAD__KERNEL_CHECK)
+#undef CLMAD__KERNEL_CHECK
+
+clmad_status clmad__cached_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_kernel_id id,
+                                  cl_kernel *kernel)
 {
-    cl_kernel *slot = &ctx->ops[dtype == CLMAD_F64][id];
+    cl_kernel *slot = &ctx->kernels[dtype == CLMAD_F64][id];
     if (*slot) {
         *kernel = *slot;
         return CLMAD_OK;
     }
+    /* real and real8 come from cl/real.clh, which each file includes. */
     clmad_strbuf sb = {0};
-    if (dtype == CLMAD_F64)
-        clmad__sb_append(&sb, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\ntypedef double real;\n"
-                              "typedef double8 real8;\n");
-    else
-        clmad__sb_append(&sb, "typedef float real;\ntypedef float8 real8;\n");
-    clmad__sb_printf(&sb, "#line 1 \"%s\"\n", OPS[id].file);
-    clmad__sb_append(&sb, clmad__embedded_source(OPS[id].file));
+    clmad__sb_printf(&sb, "#define CLMAD_REAL_DOUBLE %d\n#line 1 \"%s\"\n", dtype == CLMAD_F64,
+                     KERNELS[id].file);
+    clmad__sb_append(&sb, clmad__embedded_source(KERNELS[id].file));
     if (sb.failed) {
         clmad__sb_free(&sb);
-        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory building %s", OPS[id].file);
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory building %s", KERNELS[id].file);
     }
     cl_program program;
     clmad_status st = clmad__program_get(ctx, sb.data, "", &program, NULL);
@@ -53,11 +46,11 @@ clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_
     if (st != CLMAD_OK)
         return st;
     cl_int err;
-    *slot = clCreateKernel(program, OPS[id].name, &err);
+    *slot = clCreateKernel(program, KERNELS[id].name, &err);
     if (err != CL_SUCCESS) {
         *slot = NULL;
         char what[64];
-        snprintf(what, sizeof what, "clCreateKernel(%s)", OPS[id].name);
+        snprintf(what, sizeof what, "clCreateKernel(%s)", KERNELS[id].name);
         return clmad__fail_cl(ctx, err, what);
     }
     *kernel = *slot;
@@ -94,7 +87,7 @@ clmad_status clmad__fill(clmad_context *ctx, cl_mem mem, clmad_dtype dtype, size
     if (n == 0)
         return CLMAD_OK;
     cl_kernel kernel;
-    clmad_status st = clmad__ops_kernel(ctx, dtype, CLMAD_OPS_FILL, &kernel);
+    clmad_status st = clmad__cached_kernel(ctx, dtype, CLMAD_OPS_FILL, &kernel);
     if (st != CLMAD_OK)
         return st;
     float value_f = (float)value;

@@ -7,13 +7,10 @@
 
 #include "runtime/tensor.h"
 
-/* The cl/ops.cl kernel `id` for dtype, built on first use; owned by ctx. */
-clmad_status clmad__ops_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_ops_kernel_id id,
-                               cl_kernel *kernel);
-
-/* The cl/train.cl kernel `id` for dtype, built on first use; owned by ctx. */
-clmad_status clmad__train_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_train_kernel_id id,
-                                 cl_kernel *kernel);
+/* The internal kernel `id` (kernel_ids.h) for dtype, built on first use
+ * (one program per file and dtype); owned by ctx. */
+clmad_status clmad__cached_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_kernel_id id,
+                                  cl_kernel *kernel);
 
 /* Sets arguments 0..n-1 of k (sizes[i] bytes at values[i]). */
 clmad_status clmad__set_kernel_args(clmad_context *ctx, cl_kernel k, int n, const size_t *sizes,
@@ -61,7 +58,7 @@ size_t clmad__range_parts(size_t n);
 
 /* One pass by ranges: dst[p] = sum over range p of a[q] (CLMAD_OPS_SUM_RANGES,
  * b NULL) or of a[q] * b[q] (CLMAD_OPS_DOT_RANGES). */
-clmad_status clmad__range_pass(clmad_context *ctx, clmad_ops_kernel_id id, cl_mem dst, cl_mem a, cl_mem b,
+clmad_status clmad__range_pass(clmad_context *ctx, clmad_kernel_id id, cl_mem dst, cl_mem a, cl_mem b,
                                clmad_dtype dtype, size_t n, size_t parts);
 
 /* Row-major contiguous strides of a shape. */

@@ -2,20 +2,12 @@
 #include "runtime/context.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/strings.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *dup_string(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
 
 /* The fields of a program's key: everything that changes its binary. The
  * generated source carries clmad's code generation; the version covers the
@@ -219,8 +211,8 @@ clmad_status clmad__program_get(clmad_context *ctx, const char *source, const ch
 
     clmad_program_entry *entry = calloc(1, sizeof *entry);
     if (entry) {
-        entry->source = dup_string(source);
-        entry->options = dup_string(options);
+        entry->source = clmad__strdup(source);
+        entry->options = clmad__strdup(options);
     }
     if (!entry || !entry->source || !entry->options) {
         if (entry) {

@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Deterministic reductions (sum, mean, unbroadcast) and strided copies. */
-#include "broadcast/codegen.h"
 #include "runtime/context.h"
 #include "runtime/primitives.h"
 #include "base/strbuf.h"
-#include "tape/tape.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +61,7 @@ clmad_status clmad__strided_copy(clmad_context *ctx, clmad_tensor *dst, size_t d
     }
     nd = m, dims = md, dst_strides = mds, src_strides = mss;
     cl_kernel k;
-    clmad_status st = clmad__ops_kernel(ctx, dst->dtype, CLMAD_OPS_STRIDED_COPY, &k);
+    clmad_status st = clmad__cached_kernel(ctx, dst->dtype, CLMAD_OPS_STRIDED_COPY, &k);
     if (st != CLMAD_OK)
         return st;
     cl_ulong nn = n, doff = dst_off, soff = src_off;
@@ -89,7 +87,7 @@ static clmad_status reduce_pass(clmad_context *ctx, cl_mem dst, cl_mem src, clma
                                 const size_t *rs)
 {
     cl_kernel k;
-    clmad_status st = clmad__ops_kernel(ctx, dtype, CLMAD_OPS_REDUCE_SUM, &k);
+    clmad_status st = clmad__cached_kernel(ctx, dtype, CLMAD_OPS_REDUCE_SUM, &k);
     if (st != CLMAD_OK)
         return st;
     cl_ulong keep = n_keep, red = n_red, np = parts;
@@ -131,11 +129,11 @@ size_t clmad__range_parts(size_t n)
     return parts < most ? parts : most;
 }
 
-clmad_status clmad__range_pass(clmad_context *ctx, clmad_ops_kernel_id id, cl_mem dst, cl_mem a, cl_mem b,
+clmad_status clmad__range_pass(clmad_context *ctx, clmad_kernel_id id, cl_mem dst, cl_mem a, cl_mem b,
                                clmad_dtype dtype, size_t n, size_t parts)
 {
     cl_kernel k;
-    clmad_status st = clmad__ops_kernel(ctx, dtype, id, &k);
+    clmad_status st = clmad__cached_kernel(ctx, dtype, id, &k);
     if (st != CLMAD_OK)
         return st;
     cl_ulong nn = n, np = parts;

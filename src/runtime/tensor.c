@@ -10,15 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t clmad_dtype_size(clmad_dtype dtype)
-{
-    switch (dtype) {
-    case CLMAD_F32: return sizeof(float);
-    case CLMAD_F64: return sizeof(double);
-    }
-    return 0;
-}
-
 size_t clmad__tensor_bytes(const clmad_tensor *t)
 {
     return t->numel * clmad_dtype_size(t->dtype);

@@ -16,7 +16,7 @@ clmad_status clmad__accumulate_into(clmad_context *ctx, clmad_tensor *dst, clmad
     if (dst->numel == 0)
         return CLMAD_OK;
     cl_kernel k;
-    clmad_status st = clmad__ops_kernel(ctx, dst->dtype, CLMAD_OPS_ACCUMULATE, &k);
+    clmad_status st = clmad__cached_kernel(ctx, dst->dtype, CLMAD_OPS_ACCUMULATE, &k);
     if (st != CLMAD_OK)
         return st;
     cl_ulong n = dst->numel;
@@ -41,7 +41,7 @@ static clmad_status expand_adjoint(clmad_context *ctx, clmad_tensor *a, clmad_te
         return st;
     }
     cl_kernel k;
-    st = clmad__ops_kernel(ctx, a->dtype, CLMAD_OPS_EXPAND_SCALED, &k);
+    st = clmad__cached_kernel(ctx, a->dtype, CLMAD_OPS_EXPAND_SCALED, &k);
     cl_ulong step = a->numel == t->numel ? 1 : 0, n = t->numel;
     cl_int scaled = scale != NULL;
     cl_mem scale_mem = scale ? scale->mem : a->mem; /* unread when not scaled */

@@ -50,6 +50,9 @@ typedef struct {
 /* 0, or -1 when out of memory. */
 int clmad__lower_lex(const char *src, lower_lexed *out);
 void clmad__lower_lexed_free(lower_lexed *lx);
+/* array with room for need elements of elem bytes (*cap of them, doubled
+ * from first), or NULL when out of memory (array is then unchanged). */
+void *clmad__lower_grow_array(void *array, int *cap, int need, size_t elem, int first);
 
 /* ---- types ------------------------------------------------------------- */
 

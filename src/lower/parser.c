@@ -57,15 +57,9 @@ char *clmad__lower_printf(lower_parser *p, const char *fmt, ...)
 
 void *clmad__lower_grow(lower_parser *p, void *array, int *cap, int need, size_t elem)
 {
-    if (need <= *cap)
-        return array;
-    int cap2 = *cap ? *cap * 2 : 32;
-    while (cap2 < need)
-        cap2 *= 2;
-    void *a = realloc(array, (size_t)cap2 * elem);
+    void *a = clmad__lower_grow_array(array, cap, need, elem, 32);
     if (!a)
         clmad__lower_fail(p, LOWER_NO_MEMORY, p->pos, "out of host memory");
-    *cap = cap2;
     return a;
 }
 

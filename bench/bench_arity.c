@@ -11,7 +11,7 @@
  * Writes <out>/<device>.arity.json and .csv; progress on stderr.
  */
 #include "bench_common.h"
-#include "broadcast/kernel.h"
+#include "internal.h"
 
 #define MAX_N 16
 
@@ -107,9 +107,11 @@ int main(int argc, char **argv)
             /* The variant just used is at the head of the kernel's list. */
             cl_ulong priv = 0;
             size_t wg = 0;
-            clGetKernelWorkGroupInfo(k->variants->kernel, ctx->device, CL_KERNEL_PRIVATE_MEM_SIZE,
+            cl_device_id device;
+            bench_cl(ctx, &device, NULL);
+            clGetKernelWorkGroupInfo(k->variants->kernel, device, CL_KERNEL_PRIVATE_MEM_SIZE,
                                      sizeof priv, &priv, NULL);
-            clGetKernelWorkGroupInfo(k->variants->kernel, ctx->device, CL_KERNEL_WORK_GROUP_SIZE,
+            clGetKernelWorkGroupInfo(k->variants->kernel, device, CL_KERNEL_WORK_GROUP_SIZE,
                                      sizeof wg, &wg, NULL);
             int chunks = (n + cap - 1) / cap;
             /* Each chunk reads all N inputs; partials and the value are written once. */

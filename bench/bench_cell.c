@@ -16,8 +16,7 @@
  * Usage: bench_cell [dims] [repetitions] [results folder]
  */
 #include "bench_common.h"
-#include "base/embedded.h"
-#include "runtime/tensor.h"
+#include "internal.h"
 
 #include <math.h>
 
@@ -120,7 +119,9 @@ static cl_kernel build(clmad_context *ctx, const char *source, const char *name)
 static void run_nd(clmad_context *ctx, cl_kernel k, size_t n)
 {
     size_t global = (n + 63) / 64 * 64;
-    cl_int err = clEnqueueNDRangeKernel(ctx->queue, k, 1, NULL, &global, NULL, 0, NULL, NULL);
+    cl_command_queue queue;
+    bench_cl(ctx, NULL, &queue);
+    cl_int err = clEnqueueNDRangeKernel(queue, k, 1, NULL, &global, NULL, 0, NULL, NULL);
     if (err != CL_SUCCESS) {
         fprintf(stderr, "enqueue: %d\n", err);
         exit(1);
@@ -175,12 +176,12 @@ int main(int argc, char **argv)
         clSetKernelArg(hands[h], 0, sizeof nn, &nn);
         clSetKernelArg(hands[h], 1, sizeof cols, &cols);
         for (int j = 0; j < 6; j++)
-            clSetKernelArg(hands[h], 2 + (cl_uint)j, sizeof(cl_mem), &in[j]->mem);
+            bench_arg_tensor(hands[h], 2 + (cl_uint)j, in[j]);
         for (int j = 0; j < 5; j++)
-            clSetKernelArg(hands[h], 8 + (cl_uint)j, sizeof(cl_mem), &hout[j]->mem);
+            bench_arg_tensor(hands[h], 8 + (cl_uint)j, hout[j]);
     }
-    clSetKernelArg(copy, 0, sizeof(cl_mem), &in[2]->mem);
-    clSetKernelArg(copy, 1, sizeof(cl_mem), &cdst->mem);
+    bench_arg_tensor(copy, 0, in[2]);
+    bench_arg_tensor(copy, 1, cdst);
     clSetKernelArg(copy, 2, sizeof nn, &nn);
 
     enum { DUAL, DUAL_PLAIN, HAND, HOISTED, PRIMAL, PRIMAL_PLAIN, COPY, NV };

@@ -4,6 +4,7 @@
 #define CLMAD_BENCH_COMMON_H
 
 #include <clmad.h>
+#include <clmad_cl.h>
 
 #include <ctype.h>
 #include <stdio.h>
@@ -47,6 +48,27 @@ static inline void bench_slug(const char *name, char *out, size_t cap)
     while (k > 0 && out[k - 1] == '-')
         k--;
     out[k] = '\0';
+}
+
+/* The OpenCL buffer of t (at offset 0: the benchmarks' tensors own theirs). */
+static inline cl_mem bench_mem(const clmad_tensor *t)
+{
+    cl_mem mem = NULL;
+    clmad_tensor_get_cl(t, &mem, NULL);
+    return mem;
+}
+
+/* Kernel argument index: the buffer of t. */
+static inline void bench_arg_tensor(cl_kernel k, cl_uint index, const clmad_tensor *t)
+{
+    cl_mem mem = bench_mem(t);
+    clSetKernelArg(k, index, sizeof mem, &mem);
+}
+
+/* The OpenCL device and queue of ctx (either may be NULL). */
+static inline void bench_cl(const clmad_context *ctx, cl_device_id *device, cl_command_queue *queue)
+{
+    clmad_context_get_cl(ctx, NULL, device, queue);
 }
 
 #define BENCH_CHECK(ctx, call)                                                          \

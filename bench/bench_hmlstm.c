@@ -18,9 +18,7 @@
  * bytes / (N * 4), N-element f32 arrays read or written); progress on stderr.
  */
 #include "bench_common.h"
-#include "base/embedded.h"
-#include "broadcast/kernel.h"
-#include "runtime/primitives.h"
+#include "internal.h"
 
 #include <math.h>
 
@@ -243,19 +241,21 @@ static double run_variant(setup *s, int v)
 static void set_hand_args(setup *s)
 {
     cl_ulong n = s->dims * s->dims, cols = s->dims;
-    cl_mem fwd[] = {s->z->mem, s->zb->mem, s->x[0]->mem, s->x[1]->mem, s->x[2]->mem, s->x[3]->mem, s->hy->mem};
+    cl_mem fwd[] = {bench_mem(s->z),    bench_mem(s->zb),   bench_mem(s->x[0]), bench_mem(s->x[1]),
+                    bench_mem(s->x[2]), bench_mem(s->x[3]), bench_mem(s->hy)};
     clSetKernelArg(s->hand_fwd, 0, sizeof n, &n);
     clSetKernelArg(s->hand_fwd, 1, sizeof cols, &cols);
     for (cl_uint k = 0; k < 7; k++)
         clSetKernelArg(s->hand_fwd, 2 + k, sizeof(cl_mem), &fwd[k]);
-    cl_mem bwd[] = {s->z->mem, s->zb->mem, s->x[0]->mem, s->x[1]->mem, s->x[2]->mem, s->x[3]->mem,
-                    s->w->mem, s->hg[0]->mem, s->hg[1]->mem, s->hg[2]->mem, s->hg[3]->mem};
+    cl_mem bwd[] = {bench_mem(s->z),     bench_mem(s->zb),    bench_mem(s->x[0]),  bench_mem(s->x[1]),
+                    bench_mem(s->x[2]),  bench_mem(s->x[3]),  bench_mem(s->w),     bench_mem(s->hg[0]),
+                    bench_mem(s->hg[1]), bench_mem(s->hg[2]), bench_mem(s->hg[3])};
     clSetKernelArg(s->hand_bwd, 0, sizeof n, &n);
     clSetKernelArg(s->hand_bwd, 1, sizeof cols, &cols);
     for (cl_uint k = 0; k < 11; k++)
         clSetKernelArg(s->hand_bwd, 2 + k, sizeof(cl_mem), &bwd[k]);
-    clSetKernelArg(s->copy, 0, sizeof(cl_mem), &s->x[0]->mem);
-    clSetKernelArg(s->copy, 1, sizeof(cl_mem), &s->cdst->mem);
+    bench_arg_tensor(s->copy, 0, s->x[0]);
+    bench_arg_tensor(s->copy, 1, s->cdst);
     clSetKernelArg(s->copy, 2, sizeof n, &n);
 }
 

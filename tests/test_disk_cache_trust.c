@@ -4,9 +4,7 @@
  * keys everything that changes the binary, and says when it cannot work. */
 #include "support.h"
 
-#include "runtime/context.h"
-#include "base/hash.h"
-#include "runtime/tensor.h"
+#include "internal.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -33,10 +31,14 @@ static void check_program_scales(clmad_context *ctx, cl_program program, float f
     cl_kernel k = clCreateKernel(program, "scale", &err);
     cr_assert_eq(err, CL_SUCCESS);
     float a = 1;
-    clSetKernelArg(k, 0, sizeof(cl_mem), &t->mem);
+    cl_mem mem;
+    cl_command_queue queue;
+    CHECK_OK(ctx, clmad_tensor_get_cl(t, &mem, NULL));
+    CHECK_OK(ctx, clmad_context_get_cl(ctx, NULL, NULL, &queue));
+    clSetKernelArg(k, 0, sizeof(cl_mem), &mem);
     clSetKernelArg(k, 1, sizeof a, &a);
     size_t global = 4;
-    cr_assert_eq(clEnqueueNDRangeKernel(ctx->queue, k, 1, NULL, &global, NULL, 0, NULL, NULL), CL_SUCCESS);
+    cr_assert_eq(clEnqueueNDRangeKernel(queue, k, 1, NULL, &global, NULL, 0, NULL, NULL), CL_SUCCESS);
     CHECK_OK(ctx, clmad_tensor_read(t, host, sizeof host));
     for (int i = 0; i < 4; i++)
         cr_expect_eq(host[i], factor * (float)(i + 1), "x[%d] = %g, expected %g", i, host[i],

@@ -4,7 +4,7 @@
  * clmad__*, so that user macros (#define e 2.718f) and functions (a kernel
  * function named e, n or r) compile and run. */
 #include "bcast_support.h"
-#include "broadcast/codegen.h"
+#include "internal.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -3,9 +3,7 @@
  * and build errors that carry the compiler's message. */
 #include "support.h"
 
-#include "runtime/context.h"
-#include "base/embedded.h"
-#include "runtime/tensor.h"
+#include "internal.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -28,10 +26,14 @@ static void check_program_runs(clmad_context *ctx, cl_program program)
     cl_kernel k = clCreateKernel(program, "scale", &err);
     cr_assert_eq(err, CL_SUCCESS);
     float a = 3;
-    clSetKernelArg(k, 0, sizeof(cl_mem), &t->mem);
+    cl_mem mem;
+    cl_command_queue queue;
+    CHECK_OK(ctx, clmad_tensor_get_cl(t, &mem, NULL));
+    CHECK_OK(ctx, clmad_context_get_cl(ctx, NULL, NULL, &queue));
+    clSetKernelArg(k, 0, sizeof(cl_mem), &mem);
     clSetKernelArg(k, 1, sizeof a, &a);
     size_t global = 4;
-    cr_assert_eq(clEnqueueNDRangeKernel(ctx->queue, k, 1, NULL, &global, NULL, 0, NULL, NULL), CL_SUCCESS);
+    cr_assert_eq(clEnqueueNDRangeKernel(queue, k, 1, NULL, &global, NULL, 0, NULL, NULL), CL_SUCCESS);
     CHECK_OK(ctx, clmad_tensor_read(t, host, sizeof host));
     for (int i = 0; i < 4; i++)
         cr_expect_eq(host[i], 3.0f * (float)(i + 1));
@@ -86,9 +88,10 @@ Test(program_cache, disk_cache_is_reused_by_a_second_process)
         clmad_options_init(&opt);
         opt.cache_dir = dir;
         cl_program p;
+        clmad_stats stats;
         int ok = clmad_context_create(&opt, &ctx) == CLMAD_OK &&
                  clmad__program_get(ctx, SOURCE, "", &p, NULL) == CLMAD_OK &&
-                 ctx->stats.programs_compiled == 1;
+                 clmad_context_stats(ctx, &stats) == CLMAD_OK && stats.programs_compiled == 1;
         clmad_context_release(ctx);
         _exit(ok ? 0 : 1);
     }

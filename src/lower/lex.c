@@ -32,11 +32,11 @@ static void advance(cursor *c, size_t n)
 
 static int ident_char(char ch) { return isalnum((unsigned char)ch) || ch == '_'; }
 
-static void *grow(void *array, int *cap, int need, size_t elem)
+void *clmad__lower_grow_array(void *array, int *cap, int need, size_t elem, int first)
 {
     if (need <= *cap)
         return array;
-    int cap2 = *cap ? *cap * 2 : 256;
+    int cap2 = *cap ? *cap * 2 : first;
     while (cap2 < need)
         cap2 *= 2;
     void *a = realloc(array, (size_t)cap2 * elem);
@@ -65,7 +65,7 @@ static int directive(cursor *c, lower_lexed *lx, int *cap)
         while (n < end && ident_char(c->src[n]))
             n++;
         if (n > name) {
-            lower_macro *m = grow(lx->macros, cap, lx->n_macros + 1, sizeof *m);
+            lower_macro *m = clmad__lower_grow_array(lx->macros, cap, lx->n_macros + 1, sizeof *m, 256);
             if (!m)
                 return -1;
             lx->macros = m;
@@ -152,7 +152,7 @@ int clmad__lower_lex(const char *src, lower_lexed *lx)
                 goto oom;
             continue;
         }
-        lower_token *t = grow(lx->toks, &cap, lx->n_toks + 1, sizeof *t);
+        lower_token *t = clmad__lower_grow_array(lx->toks, &cap, lx->n_toks + 1, sizeof *t, 256);
         if (!t)
             goto oom;
         lx->toks = t;

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The plain-syntax front end: broadcast functions written with C operators
  * and math names on T are rewritten to the ad_ vocabulary before code
- * generation (README, "The template language"; rules in lower_rules.c).
+ * generation (README, "The template language"; rules in lower/rules.c).
  *
- * lower_lex.c    tokens and the preprocessor's object-like macros
- * lower_rules.c  the table of math names and ad_ signatures
- * lower_expr.c   expressions: types, and the rewrite of those that hold T
- * lower_stmt.c   declarations, statements, functions, the pass over a source
- * lower.c        the API: clmad__lower, clmad_lower_source */
+ * lower/lex.c         tokens and the preprocessor's object-like macros
+ * lower/rules.c       the table of math names and ad_ signatures
+ * lower/parser.c      the parser's bookkeeping: memory, failures, names
+ * lower/declarator.c  type names: specifiers, declarators, parameters
+ * lower/value.c       values: conversions, operators and math rules on T
+ * lower/expr.c        expressions: the recursive descent
+ * lower/stmt.c        declarations, statements, the pass over a source
+ * lower/lower.c       the driver: clmad__lower, clmad_lower_source
+ * A file calls only the files above it: statements hold expressions and
+ * type names, expressions hold type names (casts), never the reverse. */
 #ifndef CLMAD_LOWER_H
 #define CLMAD_LOWER_H
 
@@ -45,6 +50,9 @@ typedef struct {
 /* 0, or -1 when out of memory. */
 int clmad__lower_lex(const char *src, lower_lexed *out);
 void clmad__lower_lexed_free(lower_lexed *lx);
+/* array with room for need elements of elem bytes (*cap of them, doubled
+ * from first), or NULL when out of memory (array is then unchanged). */
+void *clmad__lower_grow_array(void *array, int *cap, int need, size_t elem, int first);
 
 /* ---- types ------------------------------------------------------------- */
 
@@ -145,7 +153,7 @@ typedef struct {
     lower_block *arena;
 } lower_parser;
 
-/* Failures: longjmp to p->fail. */
+/* The parser's bookkeeping (lower/parser.c). Failures: longjmp to p->fail. */
 void clmad__lower_fail(lower_parser *p, int failure, int tok, const char *fmt, ...)
     __attribute__((format(printf, 4, 5), noreturn));
 void *clmad__lower_alloc(lower_parser *p, size_t size);
@@ -171,19 +179,39 @@ void clmad__lower_declare(lower_parser *p, int name_tok, lower_type type);
 lower_type clmad__lower_lookup(lower_parser *p, int name_tok, int *found);
 const lower_function *clmad__lower_function(const lower_parser *p, int name_tok);
 
-/* Expressions (lower_expr.c). */
+/* The memory of the parser and of its lexed source (not p itself). */
+void clmad__lower_parser_free(lower_parser *p);
+
+/* Type names (lower/declarator.c). */
+typedef struct {
+    lower_type type;
+    int is_typedef, any;
+} lower_specifiers;
+int clmad__lower_word_is(const lower_parser *p, int i, const char *word);
+int clmad__lower_starts_type(lower_parser *p, int i);
+/* Skips a (...), [...] or {...} from its opening token. */
+void clmad__lower_skip_balanced(lower_parser *p);
+lower_specifiers clmad__lower_specifiers(lower_parser *p);
+/* A declarator: pointers, an optional name, array or function suffixes.
+ * *name: its token or -1; *params: the first token of a parameter list or -1. */
+lower_type clmad__lower_declarator(lower_parser *p, lower_type base, int *name, int *params);
+lower_type clmad__lower_type_name(lower_parser *p); /* a cast's or sizeof's type */
+/* Parameters from token at, after '(': their types, and with declare, their
+ * names in scope; the count. p->pos is left as it was. */
+int clmad__lower_params(lower_parser *p, int at, lower_type *types, int declare);
+
+/* Expressions (lower/expr.c). */
 lower_value clmad__lower_expression(lower_parser *p);  /* with the comma operator */
 lower_value clmad__lower_assignment(lower_parser *p);  /* one argument or initialiser */
-/* A value converted where the context needs T (ad_const), a real or an int
+/* (lower/value.c) A value converted where the context needs T (ad_const), a real or an int
  * (errors on T), or a condition (ad_val of T). */
 lower_value clmad__lower_to(lower_parser *p, lower_value v, lower_type to, const char *what);
 lower_value clmad__lower_condition(lower_parser *p, lower_value v);
-/* A full expression: its rewrite, if any, is recorded as a replacement. */
+/* (lower/parser.c) A full expression: its rewrite, if any, is recorded as
+ * a replacement. */
 void clmad__lower_commit(lower_parser *p, const lower_value *v);
 
-/* Declarations (lower_stmt.c). */
-int clmad__lower_starts_type(lower_parser *p, int i);
-lower_type clmad__lower_type_name(lower_parser *p); /* a cast's or sizeof's type */
+/* Declarations and statements (lower/stmt.c): the whole source. */
 void clmad__lower_source(lower_parser *p);
 
 /* The whole front end: the lowered source in *out (malloc'd), or

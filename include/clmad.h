@@ -613,7 +613,9 @@ CLMAD_API clmad_status clmad_gradcheck(clmad_context *ctx, clmad_kernel *k, clma
 /**
  * Sets the chunk cap of ctx: the most partials one dual kernel carries.
  * cap 0 restores the device default (clmad_chunk_cap reports it). Results do
- * not depend on the cap. Errors: CLMAD_ERR_INVALID_ARGUMENT (cap < 0 or > 64).
+ * not depend on the cap. The same as CLMAD_PARAM_CHUNK_CAP (which reads back
+ * 0 for the default). Errors: CLMAD_ERR_INVALID_ARGUMENT (ctx NULL, cap < 0
+ * or > 64).
  */
 CLMAD_API clmad_status clmad_set_chunk_cap(clmad_context *ctx, int cap);
 
@@ -670,16 +672,22 @@ CLMAD_API void clmad_tensor_zero_grad(clmad_tensor *t);
  */
 CLMAD_API clmad_status clmad_backward(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *seed);
 
-/** Keep the tape after backward (on != 0), so that backward can run again. */
+/** Keep the tape after backward (on != 0), so that backward can run again:
+ * CLMAD_PARAM_RETAIN_TAPE, read back with clmad_context_get_param.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (ctx NULL). */
 CLMAD_API clmad_status clmad_set_retain_tape(clmad_context *ctx, int on);
 
-/** Turns recording on (1, the default) or off (0: the no-grad mode). */
+/** Turns recording on (on != 0, the default) or off (0: the no-grad mode):
+ * CLMAD_PARAM_DISABLE_GRAD, read back with clmad_context_get_param.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (ctx NULL). */
 CLMAD_API clmad_status clmad_set_grad_enabled(clmad_context *ctx, int on);
 
 /** Drops every node of the tape and what they keep alive. */
 CLMAD_API void clmad_tape_clear(clmad_context *ctx);
 
-/** Sets the partials policy of ctx for the broadcasts recorded from now on. */
+/** Sets the partials policy of ctx for the broadcasts recorded from now on:
+ * CLMAD_PARAM_PARTIALS_POLICY, read back with clmad_context_get_param.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (ctx NULL, not a clmad_partials_policy). */
 CLMAD_API clmad_status clmad_set_partials_policy(clmad_context *ctx, clmad_partials_policy policy);
 
 /* ------------------------------------------------------------------------ */

@@ -23,13 +23,7 @@ int clmad_chunk_cap(const clmad_context *ctx)
 
 clmad_status clmad_set_chunk_cap(clmad_context *ctx, int cap)
 {
-    if (!ctx)
-        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_set_chunk_cap: ctx is NULL");
-    if (cap < 0 || cap > CLMAD_MAX_INPUTS)
-        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
-                           "clmad_set_chunk_cap: cap %d is outside 0..%d", cap, CLMAD_MAX_INPUTS);
-    ctx->chunk_cap = cap;
-    return CLMAD_OK;
+    return clmad__set_param(ctx, "clmad_set_chunk_cap", CLMAD_PARAM_CHUNK_CAP, cap);
 }
 
 int clmad__items_per_work_item(const clmad_context *ctx)

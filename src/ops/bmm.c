@@ -11,14 +11,7 @@
 clmad_status clmad_bmm(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a, int trans_b,
                        clmad_tensor **out)
 {
-    if (!ctx)
-        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_bmm: ctx is NULL");
-    if (!a || !b || !out)
-        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_bmm: %s is NULL",
-                           !a ? "a" : !b ? "b" : "out");
-    clmad_status st = clmad__check_same_context(ctx, a, "clmad_bmm", "a");
-    if (st == CLMAD_OK)
-        st = clmad__check_same_context(ctx, b, "clmad_bmm", "b");
+    clmad_status st = clmad__check_operands(ctx, "clmad_bmm", a, b, out);
     if (st != CLMAD_OK)
         return st;
     if (a->ndim != 3 || b->ndim != 3)

@@ -76,13 +76,7 @@ static clmad_status dot_value(clmad_context *ctx, clmad_tensor *a, clmad_tensor 
 
 clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out)
 {
-    if (!ctx)
-        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_dot: ctx is NULL");
-    if (!a || !b || !out)
-        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_dot: NULL argument");
-    clmad_status st = clmad__check_same_context(ctx, a, "clmad_dot", "a");
-    if (st == CLMAD_OK)
-        st = clmad__check_same_context(ctx, b, "clmad_dot", "b");
+    clmad_status st = clmad__check_operands(ctx, "clmad_dot", a, b, out);
     if (st != CLMAD_OK)
         return st;
     if (a->dtype != b->dtype)

@@ -5,13 +5,7 @@
 clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a,
                           int trans_b, clmad_tensor **out)
 {
-    if (!ctx)
-        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_matmul: ctx is NULL");
-    if (!a || !b || !out)
-        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_matmul: NULL argument");
-    clmad_status st = clmad__check_same_context(ctx, a, "clmad_matmul", "a");
-    if (st == CLMAD_OK)
-        st = clmad__check_same_context(ctx, b, "clmad_matmul", "b");
+    clmad_status st = clmad__check_operands(ctx, "clmad_matmul", a, b, out);
     if (st != CLMAD_OK)
         return st;
     if (a->ndim != 2 || b->ndim != 2)

@@ -52,4 +52,10 @@ clmad_status clmad__finish_op(clmad_context *ctx, const char *name, clmad_backwa
                               clmad_tensor *const *ins, int n, clmad_tensor *y, void *data,
                               void (*free_data)(clmad_node *node), clmad_status st, clmad_tensor **out);
 
+/* The common checks of a call on two operands: ctx, a, b and out not NULL
+ * (CLMAD_ERR_INVALID_ARGUMENT naming the first that is), a and b of ctx
+ * (clmad__check_same_context). */
+clmad_status clmad__check_operands(clmad_context *ctx, const char *call, const clmad_tensor *a,
+                                   const clmad_tensor *b, const void *out);
+
 #endif

@@ -122,4 +122,8 @@ clmad_status clmad__check_options(const clmad_options *opt, const char *call);
 /* Gives a new ctx the context parameters of opt (checked already). */
 void clmad__apply_options(clmad_context *ctx, const clmad_options *opt);
 
+/* clmad_context_set_param for the named setters (clmad_set_chunk_cap,
+ * ...): the one checked way to change a parameter, messages naming `call`. */
+clmad_status clmad__set_param(clmad_context *ctx, const char *call, clmad_context_param param, int64_t value);
+
 #endif

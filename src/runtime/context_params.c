@@ -94,14 +94,19 @@ void clmad__apply_options(clmad_context *ctx, const clmad_options *opt)
         set(ctx, (clmad_context_param)p, values[p]);
 }
 
-clmad_status clmad_context_set_param(clmad_context *ctx, clmad_context_param param, int64_t value)
+clmad_status clmad__set_param(clmad_context *ctx, const char *call, clmad_context_param param, int64_t value)
 {
     if (!ctx)
-        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_context_set_param: ctx is NULL");
-    clmad_status st = check(ctx, "clmad_context_set_param", param, value);
+        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", call);
+    clmad_status st = check(ctx, call, param, value);
     if (st == CLMAD_OK)
         set(ctx, param, value);
     return st;
+}
+
+clmad_status clmad_context_set_param(clmad_context *ctx, clmad_context_param param, int64_t value)
+{
+    return clmad__set_param(ctx, "clmad_context_set_param", param, value);
 }
 
 clmad_status clmad_context_get_param(const clmad_context *ctx, clmad_context_param param, int64_t *value)

@@ -10,29 +10,17 @@ void clmad_tape_clear(clmad_context *ctx)
 
 clmad_status clmad_set_retain_tape(clmad_context *ctx, int on)
 {
-    if (!ctx)
-        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_set_retain_tape: ctx is NULL");
-    ctx->tape.retain = on != 0;
-    return CLMAD_OK;
+    return clmad__set_param(ctx, "clmad_set_retain_tape", CLMAD_PARAM_RETAIN_TAPE, on != 0);
 }
 
 clmad_status clmad_set_grad_enabled(clmad_context *ctx, int on)
 {
-    if (!ctx)
-        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_set_grad_enabled: ctx is NULL");
-    ctx->tape.grad_enabled = on != 0;
-    return CLMAD_OK;
+    return clmad__set_param(ctx, "clmad_set_grad_enabled", CLMAD_PARAM_DISABLE_GRAD, on == 0);
 }
 
 clmad_status clmad_set_partials_policy(clmad_context *ctx, clmad_partials_policy policy)
 {
-    if (!ctx)
-        return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_set_partials_policy: ctx is NULL");
-    if (policy != CLMAD_PARTIALS_AUTO && policy != CLMAD_PARTIALS_STORE &&
-        policy != CLMAD_PARTIALS_RECOMPUTE)
-        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "unknown partials policy %d", (int)policy);
-    ctx->tape.policy = policy;
-    return CLMAD_OK;
+    return clmad__set_param(ctx, "clmad_set_partials_policy", CLMAD_PARAM_PARTIALS_POLICY, (int64_t)policy);
 }
 
 clmad_status clmad_tensor_set_requires_grad(clmad_tensor *t, int on)

@@ -152,8 +152,8 @@ __kernel void clmad_accumulate(__global real *restrict dst, __global const real 
         dst[e] += src[e];
 }
 
-/* dst[e] = src[e * step] (* scale[0]): a lazy adjoint expanded (tape.c). The
- * product is the one the broadcast kernels form from it (codegen.c). */
+/* dst[e] = src[e * step] (* scale[0]): a lazy adjoint expanded (tape/adjoint.c). The
+ * product is the one the broadcast kernels form from it (broadcast/codegen_body.c). */
 __kernel void clmad_expand_scaled(__global real *restrict dst, __global const real *restrict src,
                                   ulong step, __global const real *restrict scale, int scaled,
                                   ulong n)

@@ -497,3 +497,36 @@ Test(tape, backward_errors_and_modes)
     clmad_tensor_release(x);
     clmad_context_release(ctx);
 }
+
+/* p's adjoint first arrives lazily from clmad_dot (the other operand x
+ * itself, read-only), then the reshape's backward adds to it: the lazy
+ * adjoint must be expanded first, or the reshape would add into x. */
+Test(tape, shape_backward_expands_a_lazy_adjoint_before_adding)
+{
+    clmad_context *ctx = test_context();
+    const double qv[4] = {0.1, -0.2, 0.3, 0.4}, xv[4] = {1.5, -2.0, 0.25, 3.0};
+    size_t n = 4, sq[2] = {2, 2};
+    clmad_tensor *q, *x, *p, *r, *s, *a, *loss, *g;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, &n, qv, &q));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, &n, xv, &x));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(q, 1));
+    CHECK_OK(ctx, clmad_exp(ctx, q, &p));
+    CHECK_OK(ctx, clmad_reshape(ctx, p, 2, sq, &r)); /* recorded before the dot: its backward runs after */
+    CHECK_OK(ctx, clmad_sum(ctx, r, 0, NULL, 0, &s));
+    CHECK_OK(ctx, clmad_dot(ctx, p, x, &a));
+    CHECK_OK(ctx, clmad_add(ctx, s, a, &loss));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    double x_after[4], grad[4];
+    CHECK_OK(ctx, clmad_tensor_read(x, x_after, sizeof x_after));
+    CHECK_OK(ctx, clmad_tensor_grad(q, &g));
+    CHECK_OK(ctx, clmad_tensor_read(g, grad, sizeof grad));
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(x_after[i], xv[i], "x[%d] changed by backward: %g, was %g", i, x_after[i], xv[i]);
+        double expected = exp(qv[i]) * (1 + xv[i]); /* d/dq (sum e^q + e^q . x) */
+        cr_assert_float_eq(grad[i], expected, 1e-12, "dq[%d] = %.17g, expected %.17g", i, grad[i], expected);
+    }
+    clmad_tensor *all[] = {q, x, p, r, s, a, loss, g};
+    for (int i = 0; i < 8; i++)
+        clmad_tensor_release(all[i]);
+    clmad_context_release(ctx);
+}

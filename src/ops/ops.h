@@ -8,7 +8,7 @@
 
 /* C = op(A) op(B) + beta C through CLBlast, row-major, each matrix at an
  * element offset in its buffer with its leading dimension; m, n, k > 0.
- * The first CLBlast call of the process is serialised (ops_matmul.c says
+ * The first CLBlast call of the process is serialised (gemm.c says
  * why). */
 clmad_status clmad__gemm_at(clmad_context *ctx, clmad_dtype dtype, int ta, int tb, size_t m, size_t n,
                             size_t k, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb,

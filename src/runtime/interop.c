@@ -210,7 +210,7 @@ clmad_status clmad_tensor_wrap_cl(clmad_context *ctx, cl_mem mem, size_t offset,
     if (st != CLMAD_OK)
         return st;
 
-    clmad_tensor *t = calloc(1, sizeof *t);
+    clmad_tensor *t = clmad__tensor_header(ctx, dtype, ndim, shape, numel);
     if (!t)
         return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory creating a tensor");
     t->mem = bytes ? mem : NULL;
@@ -229,13 +229,6 @@ clmad_status clmad_tensor_wrap_cl(clmad_context *ctx, cl_mem mem, size_t offset,
     clRetainMemObject(mem);
     t->wrapped = mem;
     t->wrapped_offset = offset;
-    t->ctx = ctx;
-    t->refcount = 1;
-    t->dtype = dtype;
-    t->ndim = ndim;
-    for (int i = 0; i < ndim; i++)
-        t->shape[i] = shape[i];
-    t->numel = numel;
     clmad__context_retain(ctx);
     *out = t;
     return CLMAD_OK;

@@ -92,13 +92,10 @@ clmad_status clmad__fill(clmad_context *ctx, cl_mem mem, clmad_dtype dtype, size
         return st;
     float value_f = (float)value;
     cl_ulong count = n;
-    cl_int err = clSetKernelArg(kernel, 0, sizeof mem, &mem);
-    if (err == CL_SUCCESS)
-        err = dtype == CLMAD_F32 ? clSetKernelArg(kernel, 1, sizeof value_f, &value_f)
-                                 : clSetKernelArg(kernel, 1, sizeof value, &value);
-    if (err == CL_SUCCESS)
-        err = clSetKernelArg(kernel, 2, sizeof count, &count);
-    if (err != CL_SUCCESS)
-        return clmad__fail_cl(ctx, err, "clSetKernelArg(clmad_fill)");
+    const void *values[] = {&mem, dtype == CLMAD_F32 ? (const void *)&value_f : (const void *)&value, &count};
+    const size_t sizes[] = {sizeof mem, dtype == CLMAD_F32 ? sizeof value_f : sizeof value, sizeof count};
+    st = clmad__set_kernel_args(ctx, kernel, 3, sizes, values);
+    if (st != CLMAD_OK)
+        return st;
     return clmad__enqueue_1d(ctx, kernel, n, (uint64_t)n * clmad_dtype_size(dtype));
 }

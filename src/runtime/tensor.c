@@ -64,6 +64,22 @@ clmad_status clmad__check_same_context(clmad_context *ctx, const clmad_tensor *t
 }
 
 /* Allocates a tensor; `out` is the caller's out-parameter, checked here. */
+clmad_tensor *clmad__tensor_header(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
+                                   size_t numel)
+{
+    clmad_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->ctx = ctx;
+    t->refcount = 1;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++)
+        t->shape[i] = shape[i];
+    t->numel = numel;
+    return t;
+}
+
 static clmad_status tensor_alloc(clmad_context *ctx, clmad_dtype dtype, int ndim,
                                  const size_t *shape, clmad_tensor **result, clmad_tensor **out)
 {
@@ -80,16 +96,9 @@ static clmad_status tensor_alloc(clmad_context *ctx, clmad_dtype dtype, int ndim
     st = clmad__shape_numel(ctx, ndim, shape, clmad_dtype_size(dtype), &numel);
     if (st != CLMAD_OK)
         return st;
-    clmad_tensor *t = calloc(1, sizeof *t);
+    clmad_tensor *t = clmad__tensor_header(ctx, dtype, ndim, shape, numel);
     if (!t)
         return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory creating a tensor");
-    t->ctx = ctx;
-    t->refcount = 1;
-    t->dtype = dtype;
-    t->ndim = ndim;
-    for (int i = 0; i < ndim; i++)
-        t->shape[i] = shape[i];
-    t->numel = numel;
     if (numel > 0) {
         st = clmad__buffer_acquire(ctx, clmad__tensor_bytes(t), &t->mem, &t->capacity);
         if (st != CLMAD_OK) {

@@ -37,6 +37,12 @@ struct clmad_tensor {
 clmad_status clmad__check_same_context(clmad_context *ctx, const clmad_tensor *t, const char *call,
                                        const char *what, ...) CLMAD_PRINTF(4, 5);
 
+/* A new tensor of ctx with one reference, dtype and shape (numel checked by
+ * clmad__shape_numel), and no buffer yet; NULL when the host is out of
+ * memory. The caller gives it a buffer and retains ctx for it. */
+clmad_tensor *clmad__tensor_header(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
+                                   size_t numel);
+
 /* Size in bytes of the tensor's elements. */
 size_t clmad__tensor_bytes(const clmad_tensor *t);
 

@@ -419,3 +419,61 @@ static void run_scenarios(int part, int parts)
 /* Two halves, so that Criterion runs them in parallel. */
 Test(broadcast_random, scenarios_even) { run_scenarios(0, 2); }
 Test(broadcast_random, scenarios_odd) { run_scenarios(1, 2); }
+
+/* Inputs broadcast along rows, (rows, 1), and along columns, (1, cols), are
+ * indexed with their last step known to the generated source (0 and 1):
+ * outputs and partials must be bitwise those of the same values expanded
+ * to full tensors, which take no strided path at all. The widths give, on
+ * CPUs (32 elements per work-item), runs aligned with rows (64), runs
+ * crossing a row boundary (40) and coordinates per element (20). */
+Test(broadcast_random, row_and_column_inputs_read_like_their_expansions)
+{
+    clmad_context *ctx = test_context();
+    clmad_kernel *k;
+    CHECK_OK(ctx, clmad_kernel_create(ctx,
+                                      "T f(T a, T b, T c)\n"
+                                      "{\n"
+                                      "    if (a > 0) return sin(b) * c;\n"
+                                      "    return cos(c) * b + a * c;\n"
+                                      "}\n",
+                                      "f", 3, 1, &k));
+    uint64_t seed = 11;
+    const size_t widths[] = {64, 40, 20}, rows = 3;
+    for (int dt = 0; dt < 2; dt++) {
+        clmad_dtype dtype = dt ? CLMAD_F64 : CLMAD_F32;
+        for (int w = 0; w < 3; w++) {
+            size_t cols = widths[w], n = rows * cols;
+            size_t col_shape[2] = {rows, 1}, row_shape[2] = {1, cols}, full[2] = {rows, cols};
+            double a[3], b[64], c[3 * 64], a_full[3 * 64], b_full[3 * 64];
+            for (size_t r = 0; r < rows; r++)
+                a[r] = bs_uniform(&seed, -1, 1);
+            for (size_t q = 0; q < cols; q++)
+                b[q] = bs_uniform(&seed, -2, 2);
+            for (size_t e = 0; e < n; e++) {
+                c[e] = bs_uniform(&seed, -2, 2);
+                a_full[e] = a[e / cols];
+                b_full[e] = b[e % cols];
+            }
+            clmad_tensor *narrow[3] = {bs_tensor(ctx, dtype, 2, col_shape, a), bs_tensor(ctx, dtype, 2, row_shape, b),
+                                       bs_tensor(ctx, dtype, 2, full, c)};
+            clmad_tensor *wide[3] = {bs_tensor(ctx, dtype, 2, full, a_full), bs_tensor(ctx, dtype, 2, full, b_full),
+                                     bs_tensor(ctx, dtype, 2, full, c)};
+            const int active[3] = {1, 1, 1};
+            clmad_tensor *y[2], *p[2][3];
+            CHECK_OK(ctx, clmad_broadcast_partials(ctx, k, narrow, active, &y[0], p[0]));
+            CHECK_OK(ctx, clmad_broadcast_partials(ctx, k, wide, active, &y[1], p[1]));
+            cr_assert(bs_bitwise_equal(ctx, y[0], y[1]), "%s, %zu x %zu: outputs differ",
+                      dt ? "f64" : "f32", rows, cols);
+            for (int j = 0; j < 3; j++)
+                cr_assert(bs_bitwise_equal(ctx, p[0][j], p[1][j]), "%s, %zu x %zu: partials of input %d differ",
+                          dt ? "f64" : "f32", rows, cols, j);
+            bs_release_all(narrow, 3);
+            bs_release_all(wide, 3);
+            bs_release_all(y, 2);
+            bs_release_all(p[0], 3);
+            bs_release_all(p[1], 3);
+        }
+    }
+    clmad_kernel_release(k);
+    clmad_context_release(ctx);
+}

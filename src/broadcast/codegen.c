@@ -20,8 +20,8 @@ int clmad__variant_equal(const clmad_variant *a, const clmad_variant *b)
         a->row_runs != b->row_runs)
         return 0;
     size_t n = (size_t)a->n_inputs, K = (size_t)a->K;
-    return memcmp(a->access, b->access, n) == 0 && memcmp(a->slot, b->slot, n) == 0 &&
-           memcmp(a->accumulate, b->accumulate, K) == 0;
+    return memcmp(a->access, b->access, n) == 0 && memcmp(a->last_step, b->last_step, n) == 0 &&
+           memcmp(a->slot, b->slot, n) == 0 && memcmp(a->accumulate, b->accumulate, K) == 0;
 }
 
 static void emit_prelude(clmad_strbuf *sb, const clmad_variant *v)

@@ -18,6 +18,14 @@ typedef enum clmad_mode {
 
 enum { CLMAD_ROWS_CROSSING = 1, CLMAD_ROWS_ALIGNED = 2 };
 
+/* A strided input's step along the last collapsed dimension, as the
+ * generated source knows it: read from the stride arguments, or known to
+ * be 0 (a column broadcast along rows: one value per row, which the
+ * vectoriser broadcasts) or 1 (contiguous loads). A runtime stride makes
+ * every read a gather: the HM-LSTM cell with (rows, 1) controls ran 3x
+ * slower on POCL. */
+enum { CLMAD_STEP_ARGUMENT = 0, CLMAD_STEP_ZERO = 1, CLMAD_STEP_ONE = 2 };
+
 /* Everything that changes the generated source, and nothing else: shapes
  * and strides are kernel arguments, so one variant serves every size. */
 typedef struct clmad_variant {
@@ -27,6 +35,7 @@ typedef struct clmad_variant {
     int K;                              /* partials carried (0 for PRIMAL, 1 for JVP) */
     int nd;                             /* collapsed rank, when any input is strided */
     char access[CLMAD_MAX_INPUTS];      /* clmad_access per input */
+    char last_step[CLMAD_MAX_INPUTS];   /* strided input j (nd > 0): CLMAD_STEP_* */
     signed char slot[CLMAD_MAX_INPUTS]; /* PARTIALS: slot seeded by input j, or -1;
                                            JVP: 1 if input j has a tangent, else 0 */
     int write_values;                   /* 0 for the second and later chunks */

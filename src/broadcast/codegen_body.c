@@ -3,6 +3,20 @@
  * and what each mode writes (values, partials, tangents, gradients). */
 #include "broadcast/codegen.h"
 
+#include <stdio.h>
+
+/* The term of a strided input's index along the last collapsed dimension,
+ * at coordinate `coord`: none when its step is 0 (a uniform value, so the
+ * vectoriser broadcasts one load), the coordinate itself when it is 1
+ * (contiguous loads), else times the stride argument (a gather). */
+static void emit_last_term(clmad_strbuf *sb, const clmad_variant *v, int j, const char *coord, const char *sep)
+{
+    if (v->last_step[j] == CLMAD_STEP_ONE)
+        clmad__sb_printf(sb, "%s%s", sep, coord);
+    else if (v->last_step[j] != CLMAD_STEP_ZERO)
+        clmad__sb_printf(sb, "%s%s * clmad__s%d_%d", sep, coord, j, v->nd - 1);
+}
+
 /* The index expression at which input j is read. */
 static void emit_index(clmad_strbuf *sb, const clmad_variant *v, int j)
 {
@@ -15,16 +29,22 @@ static void emit_index(clmad_strbuf *sb, const clmad_variant *v, int j)
         break;
     default:
         if (v->row_runs == CLMAD_ROWS_ALIGNED) {
-            clmad__sb_printf(sb, "clmad__row0_%d + clmad__cl * clmad__s%d_%d", j, j, v->nd - 1);
+            clmad__sb_printf(sb, "clmad__row0_%d", j);
+            emit_last_term(sb, v, j, "clmad__cl", " + ");
             break;
         }
         if (v->row_runs) {
-            clmad__sb_printf(sb, "(clmad__next_row ? clmad__row1_%d : clmad__row0_%d) + clmad__cl * clmad__s%d_%d",
-                             j, j, j, v->nd - 1);
+            clmad__sb_printf(sb, "(clmad__next_row ? clmad__row1_%d : clmad__row0_%d)", j, j);
+            emit_last_term(sb, v, j, "clmad__cl", " + ");
             break;
         }
-        for (int d = 0; d < v->nd; d++)
+        for (int d = 0; d < v->nd - 1; d++)
             clmad__sb_printf(sb, "%sclmad__c%d * clmad__s%d_%d", d ? " + " : "", d, j, d);
+        char coord[32];
+        snprintf(coord, sizeof coord, "clmad__c%d", v->nd - 1);
+        if (v->nd == 1 && v->last_step[j] == CLMAD_STEP_ZERO)
+            clmad__sb_append(sb, "0");
+        emit_last_term(sb, v, j, coord, v->nd > 1 ? " + " : "");
     }
 }
 

@@ -26,6 +26,10 @@ void clmad__bcast_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, c
     for (int j = 0; j < k->n_inputs; j++) {
         v->access[j] = (char)plan->access[j];
         v->slot[j] = mode == CLMAD_MODE_PARTIALS || mode == CLMAD_MODE_VJP ? -1 : 0;
+        if (v->nd > 0 && plan->access[j] == CLMAD_ACCESS_STRIDED) {
+            size_t step = plan->strides[j][plan->nd - 1];
+            v->last_step[j] = (char)(step == 0 ? CLMAD_STEP_ZERO : step == 1 ? CLMAD_STEP_ONE : CLMAD_STEP_ARGUMENT);
+        }
     }
 }
 

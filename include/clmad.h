@@ -122,6 +122,10 @@ typedef enum clmad_device_type {
     CLMAD_DEVICE_ACCELERATOR = 3
 } clmad_device_type;
 
+/** The name of a device type: "cpu", "gpu", "accelerator" or "other" (also
+ * for a value outside the enum). A static string. */
+CLMAD_API const char *clmad_device_type_name(clmad_device_type type);
+
 /** Facts about one OpenCL device, as the driver reports them. */
 typedef struct clmad_device_info {
     int platform_index;          /* P in "P:D" */

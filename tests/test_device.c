@@ -175,3 +175,12 @@ Test(device, status_strings)
     cr_expect_str_eq(clmad_status_string(CLMAD_ERR_BUILD), "CLMAD_ERR_BUILD");
     cr_expect_str_eq(clmad_status_string((clmad_status)999), "CLMAD_ERR_UNKNOWN");
 }
+
+Test(device, type_names)
+{
+    cr_expect_str_eq(clmad_device_type_name(CLMAD_DEVICE_CPU), "cpu");
+    cr_expect_str_eq(clmad_device_type_name(CLMAD_DEVICE_GPU), "gpu");
+    cr_expect_str_eq(clmad_device_type_name(CLMAD_DEVICE_ACCELERATOR), "accelerator");
+    cr_expect_str_eq(clmad_device_type_name(CLMAD_DEVICE_OTHER), "other");
+    cr_expect_str_eq(clmad_device_type_name((clmad_device_type)42), "other");
+}

@@ -12,16 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *type_name(clmad_device_type t)
-{
-    switch (t) {
-    case CLMAD_DEVICE_CPU: return "cpu";
-    case CLMAD_DEVICE_GPU: return "gpu";
-    case CLMAD_DEVICE_ACCELERATOR: return "accelerator";
-    default: return "other";
-    }
-}
-
 static char *read_file(const char *path)
 {
     FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
@@ -147,7 +137,7 @@ int main(int argc, char **argv)
         printf("%s %d:%d  %s\n", choice == CLMAD_OK && i == chosen ? "*" : " ", d->platform_index,
                d->device_index, d->name);
         printf("      platform: %s\n", d->platform_name);
-        printf("      type: %s, vendor: %s\n", type_name(d->type), d->vendor);
+        printf("      type: %s, vendor: %s\n", clmad_device_type_name(d->type), d->vendor);
         printf("      version: %s, driver: %s\n", d->version, d->driver_version);
         printf("      compute units: %u, max work-group: %zu\n", d->compute_units,
                d->max_work_group_size);

@@ -121,7 +121,7 @@ static clmad_status enumerate_devices_locked(clmad_device_entry **entries, size_
     return CLMAD_OK;
 }
 
-static const char *type_name(clmad_device_type t)
+const char *clmad_device_type_name(clmad_device_type t)
 {
     switch (t) {
     case CLMAD_DEVICE_CPU: return "cpu";
@@ -138,7 +138,7 @@ void clmad__describe_devices(const clmad_device_info *list, size_t count, char *
         snprintf(buf + used, cap - used, "\n  (the OpenCL ICD loader reports no device)");
     for (size_t i = 0; i < count && used < cap; i++) {
         snprintf(buf + used, cap - used, "\n  %d:%d %s (%s, %s)", list[i].platform_index,
-                 list[i].device_index, list[i].name, type_name(list[i].type),
+                 list[i].device_index, list[i].name, clmad_device_type_name(list[i].type),
                  list[i].platform_name);
         used = strlen(buf);
     }

@@ -260,3 +260,78 @@ static void run(clmad_dtype dtype)
 
 Test(vocabulary, every_function_f32) { run(CLMAD_F32); }
 Test(vocabulary, every_function_f64) { run(CLMAD_F64); }
+
+/* ad_tanh is clmad's own (cl/clmad_ad.clh says why): its value in ulps of
+ * the result against the host's tanh in higher precision (double for f32,
+ * long double for f64), over both branches of its definition, the switch
+ * at |x| = 0.55, tiny and huge arguments and the special values. The
+ * OpenCL spec allows 5 ulp; the derivative follows from the value. */
+static double ulp_error(double got, long double want, int f32)
+{
+    if (isnan(want))
+        return isnan(got) ? 0 : INFINITY;
+    if (got == want)
+        return 0;
+    int ex;
+    frexpl(want, &ex);
+    const int mant = f32 ? 24 : 53, min_ex = f32 ? -125 : -1021;
+    long double ulp = ldexpl(1.0L, (ex < min_ex ? min_ex : ex) - mant);
+    return (double)(fabsl((long double)got - want) / ulp);
+}
+
+static void tanh_ulp(clmad_dtype dtype)
+{
+    const int f32 = dtype == CLMAD_F32;
+    clmad_context *ctx = test_context();
+    clmad_kernel *k;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, "T th(T a) { return ad_tanh(a); }\n", "th", 1, 1, &k));
+    enum { DENSE = 200000 };
+    static const double special[] = {0.0, -0.0, 1e-30, -1e-30, 1e-300, 1e-8, 0.55, -0.55, 9, 20, 44, 45,
+                                     400, 1e30, INFINITY, -INFINITY, NAN};
+    const size_t ns = sizeof special / sizeof *special, n = DENSE + 2000 + ns;
+    long double *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < DENSE; i++) /* [-12, 12] */
+        x[i] = -12 + 24 * (long double)i / DENSE;
+    for (size_t i = 0; i < 2000; i++) /* around the switch, in steps of a few ulps */
+        x[DENSE + i] = 0.55L + ((long double)i - 1000) * (f32 ? 1e-7L : 1e-16L);
+    for (size_t i = 0; i < ns; i++)
+        x[DENSE + 2000 + i] = special[i];
+    const size_t es = clmad_dtype_size(dtype);
+    void *buf = malloc(n * es);
+    for (size_t i = 0; i < n; i++) {
+        if (f32) {
+            ((float *)buf)[i] = (float)x[i];
+            x[i] = ((float *)buf)[i];
+        } else {
+            ((double *)buf)[i] = (double)x[i];
+            x[i] = ((double *)buf)[i];
+        }
+    }
+    clmad_tensor *in, *y;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, dtype, 1, &n, buf, &in));
+    CHECK_OK(ctx, clmad_broadcast(ctx, k, &in, &y));
+    CHECK_OK(ctx, clmad_tensor_read(y, buf, n * es));
+    double worst = 0, at = 0;
+    for (size_t i = 0; i < n; i++) {
+        double got = f32 ? ((float *)buf)[i] : ((double *)buf)[i];
+        long double want = f32 ? tanh((double)x[i]) : tanhl(x[i]);
+        double u = ulp_error(got, want, f32);
+        if (u > worst) {
+            worst = u;
+            at = (double)x[i];
+        }
+        if (want == 0)
+            cr_expect_eq(!signbit(got), !signbit(want), "tanh(%g) keeps the sign of zero", (double)x[i]);
+    }
+    cr_log_info("%s tanh: worst %.2f ulp at x = %.17g", f32 ? "f32" : "f64", worst, at);
+    cr_expect(worst <= 5, "%s tanh: %.2f ulp at x = %.17g (the spec allows 5)", f32 ? "f32" : "f64", worst, at);
+    clmad_tensor_release(in);
+    clmad_tensor_release(y);
+    clmad_kernel_release(k);
+    free(buf);
+    free(x);
+    clmad_context_release(ctx);
+}
+
+Test(vocabulary, tanh_ulp_f32) { tanh_ulp(CLMAD_F32); }
+Test(vocabulary, tanh_ulp_f64) { tanh_ulp(CLMAD_F64); }

@@ -7,7 +7,8 @@ CMAKE_FLAGS ?=
 # (it inherits MAKEFLAGS).
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all deps configure build test demo bench bench-peers check-vector install clean
+.PHONY: all deps configure build test demo bench bench-peers check-vector install clean \
+        deps-portability test-portability
 
 all: build
 
@@ -55,6 +56,18 @@ bench-peers:
 # Disassembles what POCL built (also a test of `make test`).
 check-vector: build
 	@scripts/check-vector.sh $(BUILD)
+
+# The OpenCL implementations besides POCL that the portability targets
+# run on: rusticl on llvmpipe and Oclgrind (Debian), Intel's OpenCL CPU
+# runtime (PyPI, in a venv under $(BUILD)/portability).
+deps-portability:
+	@scripts/install-portability.sh $(BUILD)
+
+# The test suite on each implementation installed (POCL, POCL's AVX2
+# library on AVX-512 hosts, rusticl, Intel's runtime, Oclgrind), one line
+# each; logs in $(BUILD)/portability/.
+test-portability: deps-portability
+	@scripts/test-portability.sh $(BUILD)
 
 # Header, libclmad.so and .a, clmad-info, CMake package, clmad.pc under PREFIX.
 PREFIX ?= /usr/local

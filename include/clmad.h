@@ -122,6 +122,9 @@ typedef enum clmad_device_type {
     CLMAD_DEVICE_ACCELERATOR = 3
 } clmad_device_type;
 
+/* A device that reports more than one of CPU, GPU and accelerator (Oclgrind,
+ * a simulator, reports all three) is CLMAD_DEVICE_OTHER. */
+
 /** The name of a device type: "cpu", "gpu", "accelerator" or "other" (also
  * for a value outside the enum). A static string. */
 CLMAD_API const char *clmad_device_type_name(clmad_device_type type);
@@ -294,6 +297,41 @@ CLMAD_API clmad_status clmad_context_get_param(const clmad_context *ctx, clmad_c
 
 /** The facts of the context's device. */
 CLMAD_API clmad_status clmad_context_device(const clmad_context *ctx, clmad_device_info *info);
+
+/**
+ * The tuning of a device: the parameters of the kernels clmad generates
+ * for it. A context takes them, in this order, from: one table keyed by
+ * the platform's vendor, the device type and the driver version (POCL on a
+ * CPU: runs of 32 elements per work-item; rusticl, Intel's CPU runtime and
+ * GPUs: one element), else a default per device type; then the values
+ * `clmad-info --tune` measured for this device and stored in the cache
+ * folder (clmad_tuning_save); then the environment
+ * (CLMAD_ITEMS_PER_WORK_ITEM). Results do not depend on the tuning beyond
+ * the OpenCL spec's rounding; speed does.
+ */
+typedef struct clmad_tuning {
+    int items_per_work_item; /* consecutive elements one work-item computes, 1..1024 */
+    int chunk_cap;           /* default of clmad_chunk_cap (most partials per dual kernel), 1..64 */
+    int inline_pragma;       /* 1: generated programs force-inline the user's functions through
+                                `#pragma clang attribute` (compilers known to take it) */
+    char origin[256];        /* where the values came from, e.g. "table: POCL on a CPU" or
+                                "tuned: <file>", with ", CLMAD_ITEMS_PER_WORK_ITEM" when the
+                                environment overrode */
+} clmad_tuning;
+
+/** The tuning in force on ctx (fixed at its creation).
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL). */
+CLMAD_API clmad_status clmad_context_tuning(const clmad_context *ctx, clmad_tuning *tuning);
+
+/**
+ * Stores items_per_work_item and chunk_cap of *tuning as the measured
+ * tuning of ctx's device (its platform vendor, name and driver version) in
+ * ctx's cache folder: contexts created afterwards on that device start from
+ * them. ctx itself keeps its tuning. Written whole or not at all.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, a value outside its bounds),
+ * CLMAD_ERR_STATE (ctx has no cache folder: cache_dir ""), CLMAD_ERR_IO.
+ */
+CLMAD_API clmad_status clmad_tuning_save(clmad_context *ctx, const clmad_tuning *tuning);
 
 /**
  * The message of the last failure on ctx (or on this thread, for ctx NULL).

@@ -165,6 +165,41 @@ static inline int bs_bitwise_equal(clmad_context *ctx, clmad_tensor *a, clmad_te
     return same;
 }
 
+/* 1 if the two tensors hold the same values to within `ulps` units of the
+ * last place of their dtype, relative to the larger magnitude but at least
+ * to 1 (so that values near 0 compare absolutely); NaN matches NaN only.
+ * For the outputs of two separately compiled programs (a primal kernel and
+ * a dual one): the OpenCL spec bounds each builtin's error in ulps and lets
+ * two programs differ within it (Intel's vectoriser, for one, turns a dual
+ * kernel's sin and cos into one sincos, 2 ulp from the primal's sin). */
+static inline int bs_ulps_equal(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, double ulps)
+{
+    cr_assert_not_null(a);
+    cr_assert_not_null(b);
+    const clmad_dtype dt = clmad_tensor_dtype(a);
+    const size_t n = clmad_tensor_numel(a);
+    if (dt != clmad_tensor_dtype(b) || n != clmad_tensor_numel(b))
+        return 0;
+    const size_t es = clmad_dtype_size(dt);
+    unsigned char *ha = malloc(n ? n * es : 1), *hb = malloc(n ? n * es : 1);
+    cr_assert(ha && hb);
+    CHECK_OK(ctx, clmad_tensor_read(a, ha, n * es));
+    CHECK_OK(ctx, clmad_tensor_read(b, hb, n * es));
+    const double eps = dt == CLMAD_F32 ? 0x1p-23 : 0x1p-52;
+    int same = 1;
+    for (size_t i = 0; i < n && same; i++) {
+        double x = dt == CLMAD_F32 ? ((float *)ha)[i] : ((double *)ha)[i];
+        double y = dt == CLMAD_F32 ? ((float *)hb)[i] : ((double *)hb)[i];
+        if (isnan(x) || isnan(y))
+            same = isnan(x) && isnan(y);
+        else if (x != y)
+            same = !isinf(x) && !isinf(y) && fabs(x - y) <= ulps * eps * fmax(1.0, fmax(fabs(x), fabs(y)));
+    }
+    free(ha);
+    free(hb);
+    return same;
+}
+
 /* ---- comparison ---------------------------------------------------------- */
 
 /* Mixed absolute/relative closeness: |got - want| <= tol * max(1, |want|).

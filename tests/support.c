@@ -33,8 +33,47 @@ __attribute__((constructor)) static void install_crash_report(void)
 }
 #endif
 
+static int no_fp64_requested(void)
+{
+    const char *v = getenv("CLMAD_TEST_NO_FP64");
+    return v && v[0] == '1';
+}
+
+int test_device_fp64(void)
+{
+    static int known = -1;
+    if (known < 0) {
+        known = 1;
+        clmad_device_info *list = NULL;
+        size_t count = 0, index = 0;
+        if (clmad_device_list(&list, &count) == CLMAD_OK) {
+            if (clmad_device_choose(list, count, getenv("CLMAD_DEVICE"), &index) == CLMAD_OK)
+                known = list[index].fp64;
+            clmad_device_list_free(list);
+        }
+        if (no_fp64_requested())
+            known = 0;
+    }
+    return known;
+}
+
+void test_skip_unsupported(clmad_status st, const char *message)
+{
+    if (st == CLMAD_ERR_UNSUPPORTED && !test_device_fp64())
+        cr_skip_test("the test device has no fp64: %s", message ? message : "");
+}
+
 clmad_context *test_context_with(const clmad_options *opt)
 {
+    clmad_options no_fp64;
+    if (no_fp64_requested()) {
+        if (opt)
+            no_fp64 = *opt;
+        else
+            clmad_options_init(&no_fp64);
+        no_fp64.disable_fp64 = 1;
+        opt = &no_fp64;
+    }
     clmad_context *ctx = NULL;
     clmad_status st = clmad_context_create(opt, &ctx);
     cr_assert_eq(st, CLMAD_OK, "context: %s: %s", clmad_status_string(st), clmad_last_error(NULL));

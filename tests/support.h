@@ -6,13 +6,27 @@
 #include <clmad.h>
 #include <criterion/criterion.h>
 
-/* Asserts that a clmad call succeeded, printing the context's message if not. */
+/* Asserts that a clmad call succeeded, printing the context's message if not.
+ * CLMAD_ERR_UNSUPPORTED on a test device without fp64 skips the rest of the
+ * test instead (test_skip_unsupported): what ran before (an f32 half) has
+ * been checked, what needs f64 cannot run there. */
 #define CHECK_OK(ctx, call)                                                              \
     do {                                                                                 \
         clmad_status st_ = (call);                                                       \
+        test_skip_unsupported(st_, clmad_last_error(ctx));                               \
         cr_assert_eq(st_, CLMAD_OK, "%s -> %s: %s", #call, clmad_status_string(st_),     \
                      clmad_last_error(ctx));                                             \
     } while (0)
+
+/* 1 if the test device has fp64: the device clmad_context_create picks
+ * (CLMAD_DEVICE), unless CLMAD_TEST_NO_FP64=1, which makes every test
+ * context pretend it has none (the disable_fp64 option), so that the skips
+ * are exercised on devices with fp64 too. */
+int test_device_fp64(void);
+
+/* Skips the current test, saying why, when `st` is CLMAD_ERR_UNSUPPORTED
+ * and the test device has no fp64; otherwise returns. */
+void test_skip_unsupported(clmad_status st, const char *message);
 
 /* A context on the test device (POCL; see tests/CMakeLists.txt). */
 clmad_context *test_context(void);

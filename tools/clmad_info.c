@@ -3,6 +3,8 @@
  * (and, built with the MPI component, the one each local MPI rank would
  * take); with --lower FILE, prints a broadcast function lowered from plain
  * syntax to the ad_ vocabulary (what clmad_kernel_create compiles). */
+#include "tune.h"
+
 #include <clmad.h>
 #ifdef CLMAD_INFO_MPI
 #include <clmad_mpi.h>
@@ -62,6 +64,8 @@ static int usage(FILE *out, int status)
 #endif
                  "       clmad-info --lower FILE  print FILE's broadcast functions lowered from plain\n"
                  "                                syntax to the ad_ vocabulary (FILE - reads stdin)\n"
+                 "       clmad-info --tune        measure the elements per work-item that suit the\n"
+                 "                                default device best and store them in the cache\n"
                  "       clmad-info --version     print the version of libclmad\n"
                  "       clmad-info --help        print this text\n");
     return status;
@@ -102,6 +106,8 @@ int main(int argc, char **argv)
         return lower(argv[2]);
     if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
         return usage(stdout, 0);
+    if (argc == 2 && !strcmp(argv[1], "--tune"))
+        return clmad_info_tune();
     if (argc == 2 && !strcmp(argv[1], "--version")) {
         printf("clmad-info %s (libclmad %s)\n", CLMAD_VERSION_STRING, clmad_version_string());
         return 0;
@@ -154,6 +160,14 @@ int main(int argc, char **argv)
     else
         printf("clmad would use no device: %s\n", n ? clmad_last_error(NULL) : "none reported");
     int status = choice == CLMAD_OK ? 0 : 1;
+    clmad_context *ctx = NULL;
+    clmad_tuning tuning;
+    if (status == 0 && clmad_context_create(NULL, &ctx) == CLMAD_OK &&
+        clmad_context_tuning(ctx, &tuning) == CLMAD_OK)
+        printf("its tuning: %d element%s per work-item, chunk cap %d, inline pragma %s (%s)\n",
+               tuning.items_per_work_item, tuning.items_per_work_item == 1 ? "" : "s", tuning.chunk_cap,
+               tuning.inline_pragma ? "on" : "off", tuning.origin);
+    clmad_context_release(ctx);
 #ifdef CLMAD_INFO_MPI
     if (status == 0)
         status = show_ranks(list, n, spec, ranks);

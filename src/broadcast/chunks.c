@@ -3,22 +3,11 @@
 #include "broadcast/chunks.h"
 #include "runtime/context.h"
 
-/* The default chunk cap of a device, from bench_arity (bench/results):
- * every chunk re-evaluates the primal, so on POCL (CPU), rusticl
- * (llvmpipe) and an H100 one chunk of up to 16 partials was the fastest
- * at every N <= 16 (H100, N = 16: 0.053 ns/element with cap 16, 0.079 with
- * 8, 0.135 with 4), with no spilling reported. Devices of other kinds
- * (accelerators) keep the paper's cautious 8. */
-static int device_chunk_cap(const clmad_context *ctx)
-{
-    return ctx->info.type == CLMAD_DEVICE_CPU || ctx->info.type == CLMAD_DEVICE_GPU ? 16 : 8;
-}
-
 int clmad_chunk_cap(const clmad_context *ctx)
 {
     if (!ctx)
         return 0;
-    return ctx->chunk_cap > 0 ? ctx->chunk_cap : device_chunk_cap(ctx);
+    return ctx->chunk_cap > 0 ? ctx->chunk_cap : ctx->tuning.chunk_cap;
 }
 
 clmad_status clmad_set_chunk_cap(clmad_context *ctx, int cap)
@@ -28,7 +17,7 @@ clmad_status clmad_set_chunk_cap(clmad_context *ctx, int cap)
 
 int clmad__items_per_work_item(const clmad_context *ctx)
 {
-    return ctx->items;
+    return ctx->tuning.items_per_work_item;
 }
 
 /* Splits n active inputs into chunks of at most cap: the fewest chunks, then

@@ -18,7 +18,7 @@ clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_k
 
     clmad_context *ctx = k->ctx;
     clmad_strbuf sb = {0};
-    const int first_line = clmad__generate_program(&sb, v, k->source, k->fn_name, ctx->inline_pragma);
+    const int first_line = clmad__generate_program(&sb, v, k->source, k->fn_name, ctx->tuning.inline_pragma);
     if (sb.failed) {
         clmad__sb_free(&sb);
         return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory generating a kernel");

@@ -3,6 +3,7 @@
 #include "base/strings.h"
 #include "runtime/device.h"
 #include "runtime/scope.h"
+#include "runtime/tuning.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,22 +99,6 @@ clmad_status clmad__context_new(const clmad_options *opt, const clmad_device_ent
     ctx->device = dev->device;
     ctx->info = dev->info;
     ctx->fp64 = dev->info.fp64 && !opt->disable_fp64;
-    /* Compilers built on upstream clang that accept always_inline in
-     * `#pragma clang attribute` (codegen.c); others get no pragma. */
-    ctx->inline_pragma = strstr(dev->info.platform_name, "Portable Computing Language") != NULL ||
-                         strstr(dev->info.platform_name, "rusticl") != NULL;
-    ctx->items = dev->info.type == CLMAD_DEVICE_CPU &&
-                         strstr(dev->info.platform_name, "Portable Computing Language") != NULL
-                     ? CLMAD_CPU_ITEMS_PER_WORK_ITEM
-                     : 1;
-    /* CLMAD_ITEMS_PER_WORK_ITEM=N: N elements per work-item on any device
-     * (tests run the one-element form of GPUs on POCL, and Oclgrind checks
-     * the runs' bounds). */
-    const char *items = getenv("CLMAD_ITEMS_PER_WORK_ITEM");
-    if (items && *items) {
-        long v = strtol(items, NULL, 10);
-        ctx->items = v >= 1 && v <= 1024 ? (int)v : ctx->items;
-    }
 
     if (cl) {
         /* The caller's objects: clmad holds a reference to each and drops
@@ -144,6 +129,7 @@ clmad_status clmad__context_new(const clmad_options *opt, const clmad_device_ent
 
     ctx->cache_dir = resolve_cache_dir(opt->cache_dir);
     clmad__disk_cache_open(ctx);
+    clmad__tuning_resolve(ctx);
     clmad__apply_options(ctx, opt);
     *out = ctx;
     return CLMAD_OK;

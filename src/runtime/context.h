@@ -27,17 +27,6 @@ typedef struct clmad_tape_settings {
     struct clmad_tape *state;
 } clmad_tape_settings;
 
-/* Elements per work-item of the generated kernels on POCL's CPU devices: the
- * kernel loops over a run of consecutive elements, and clang vectorises that
- * loop while it compiles the work-item function. Left to POCL, the loop over
- * work-items would be vectorised only later, and not at all once the SLP
- * vectoriser has packed a few scalar operations of one element (the two
- * sigmoids of an LSTM cell are enough): "loop not vectorized: instruction
- * return type cannot be vectorized". GPUs, and implementations that vectorise
- * across work-items themselves (rusticl on llvmpipe), keep one element per
- * work-item. */
-#define CLMAD_CPU_ITEMS_PER_WORK_ITEM 32
-
 struct clmad_context {
     cl_platform_id platform;
     cl_device_id device;
@@ -45,10 +34,8 @@ struct clmad_context {
     cl_command_queue queue;
     clmad_device_info info;
     int fp64;                       /* fp64 usable: device has it and not disabled */
-    int inline_pragma;              /* the compiler takes `#pragma clang attribute` with
-                                       always_inline (POCL, rusticl) */
-    int items;                      /* elements per work-item of the generated kernels
-                                       (CLMAD_CPU_ITEMS_PER_WORK_ITEM, or 1) */
+    clmad_tuning tuning;            /* runtime/tuning.c: elements per work-item, default chunk
+                                       cap, inline pragma */
     char *cache_dir;                /* on-disk program cache folder, NULL if off */
     int cache_fd;                   /* that folder, open (when cache_dir is not NULL) */
     clmad_program_cache programs;

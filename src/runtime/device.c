@@ -30,9 +30,13 @@ void clmad__device_fill_info(cl_platform_id p, cl_device_id d, int pi, int di, c
 
     cl_device_type type = 0;
     clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, NULL);
-    out->type = (type & CL_DEVICE_TYPE_GPU)           ? CLMAD_DEVICE_GPU
-                : (type & CL_DEVICE_TYPE_CPU)         ? CLMAD_DEVICE_CPU
-                : (type & CL_DEVICE_TYPE_ACCELERATOR) ? CLMAD_DEVICE_ACCELERATOR
+    /* A device that claims more than one kind (Oclgrind, a simulator, says
+     * CPU, GPU and accelerator at once) is none of them: "other", so that
+     * the default choice (first GPU) does not fall on it. */
+    const cl_device_type kinds = type & (CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_CPU | CL_DEVICE_TYPE_ACCELERATOR);
+    out->type = kinds == CL_DEVICE_TYPE_GPU           ? CLMAD_DEVICE_GPU
+                : kinds == CL_DEVICE_TYPE_CPU         ? CLMAD_DEVICE_CPU
+                : kinds == CL_DEVICE_TYPE_ACCELERATOR ? CLMAD_DEVICE_ACCELERATOR
                                                       : CLMAD_DEVICE_OTHER;
     cl_uint cu = 0;
     clGetDeviceInfo(d, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);

@@ -5,9 +5,12 @@
 #include "base/strings.h"
 
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 /* The fields of a program's key: everything that changes its binary. The
  * generated source carries clmad's code generation; the version covers the
@@ -154,6 +157,22 @@ static void first_kernel_name(const char *source, char *name, size_t cap)
         snprintf(name, cap, "(no kernel)");
 }
 
+/* options and -D CLMAD__BUILD_ONCE=<a value no other build takes>
+ * (process, time, count); malloc'ed, NULL when out of memory. */
+static char *unique_options(const char *options)
+{
+    static atomic_ulong count;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    char tag[96];
+    snprintf(tag, sizeof tag, " -D CLMAD__BUILD_ONCE=%ldx%lldx%ldx%lu", (long)getpid(), (long long)now.tv_sec,
+             (long)now.tv_nsec, (unsigned long)atomic_fetch_add(&count, 1ul));
+    char *text = malloc(strlen(options) + strlen(tag) + 1);
+    if (text)
+        sprintf(text, "%s%s", options, tag);
+    return text;
+}
+
 static clmad_status compile_from_source(clmad_context *ctx, const char *source, const char *options,
                                         cl_program *out, char **build_log)
 {
@@ -223,17 +242,27 @@ clmad_status clmad__program_get(clmad_context *ctx, const char *source, const ch
         return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory caching a program");
     }
 
-    /* The disk cache holds programs whose key says all they are made of. */
+    /* The disk cache holds programs whose key says all they are made of.
+     * Others are compiled with a define of their own: drivers that cache
+     * binaries by source and options (rusticl) would otherwise serve the
+     * binary of an included file's old text. */
+    const int reads_files = reads_other_files(source) || reads_other_files(options);
     size_t key_size = 0;
-    char *key_text = ctx->cache_dir && !reads_other_files(source) && !reads_other_files(options)
-                         ? program_key_text(ctx, source, options, &key_size)
-                         : NULL;
+    char *key_text = ctx->cache_dir && !reads_files ? program_key_text(ctx, source, options, &key_size) : NULL;
+    char *unique = reads_files ? unique_options(options) : NULL;
+    if (reads_files && !unique) {
+        free(entry->source);
+        free(entry->options);
+        free(entry);
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory building a program");
+    }
     const clmad_program_key disk = {key, key_text, key_size};
     cl_program built = NULL;
     if (key_text && clmad__disk_cache_load(ctx, &disk, &built)) {
         ctx->stats.programs_from_disk++;
     } else {
-        clmad_status st = compile_from_source(ctx, source, options, &built, build_log);
+        clmad_status st = compile_from_source(ctx, source, unique ? unique : options, &built, build_log);
+        free(unique);
         if (st != CLMAD_OK) {
             free(key_text);
             free(entry->source);

@@ -86,14 +86,35 @@ int mt_failures(void)
     return failures;
 }
 
+static int no_fp64_requested(void)
+{
+    const char *v = getenv("CLMAD_TEST_NO_FP64");
+    return v && v[0] == '1';
+}
+
 clmad_context *mt_context(void)
 {
+    clmad_options opt;
+    clmad_options_init(&opt);
+    opt.disable_fp64 = no_fp64_requested();
     clmad_context *ctx = NULL;
-    clmad_status st = clmad_mpi_context_create(MPI_COMM_WORLD, NULL, &ctx);
+    clmad_status st = clmad_mpi_context_create(MPI_COMM_WORLD, &opt, &ctx);
     if (st != CLMAD_OK) {
         fprintf(stderr, "rank %d: clmad_mpi_context_create: %s: %s\n", mt_rank, clmad_status_string(st),
                 clmad_last_error(NULL));
         MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    /* Every test mixes f64 cases in: on a device without fp64 all ranks
+     * agree to skip (ctest's SKIP_RETURN_CODE 77), saying why. */
+    int mine = mt_has_fp64(ctx), all = 0;
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all) {
+        if (mt_rank == 0)
+            printf("%s: skipped: the test device has no fp64, which its cases use\n", test_name);
+        clmad_context_release(ctx);
+        alarm(0);
+        MPI_Finalize();
+        exit(77);
     }
     return ctx;
 }
@@ -101,7 +122,7 @@ clmad_context *mt_context(void)
 int mt_has_fp64(clmad_context *ctx)
 {
     clmad_device_info info;
-    return clmad_context_device(ctx, &info) == CLMAD_OK && info.fp64;
+    return !no_fp64_requested() && clmad_context_device(ctx, &info) == CLMAD_OK && info.fp64;
 }
 
 static size_t numel_of(int ndim, const size_t *shape)

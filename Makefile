@@ -8,7 +8,7 @@ CMAKE_FLAGS ?=
 MAKEFLAGS += --no-print-directory
 
 .PHONY: all deps configure build test demo bench bench-peers check-vector install clean \
-        deps-portability test-portability
+        deps-portability test-portability bench-portability
 
 all: build
 
@@ -68,6 +68,16 @@ deps-portability:
 # each; logs in $(BUILD)/portability/.
 test-portability: deps-portability
 	@scripts/test-portability.sh $(BUILD)
+
+# The HM-LSTM benchmark on each implementation installed, beside the best
+# peer (torch.compile, JAX jit) on the same host, in interleaved rounds;
+# writes bench/results/portability.{md,json,svg}. Installs the
+# implementations and the peers first (several GB, once).
+bench-portability: deps-portability
+	@CLMAD_DEPS_PEERS=1 scripts/install-deps.sh
+	$(MAKE) build
+	@scripts/install-peers.sh $(BUILD)
+	@scripts/run-portability.sh $(BUILD)
 
 # Header, libclmad.so and .a, clmad-info, CMake package, clmad.pc under PREFIX.
 PREFIX ?= /usr/local

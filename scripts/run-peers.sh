@@ -19,16 +19,8 @@ case $build in /*) ;; *) build="$PWD/$build" ;; esac
 venv="$build/peers-venv"
 runs="$build/peers-runs"
 
-# The peers live in their own virtual environment. PyPI serves no CPU-only
-# torch wheel for Linux (the +cpu builds are only on PyTorch's own index,
-# which cannot be reached here): the PyPI wheel is the CUDA build, with its
-# nvidia-* packages (several GB), and it runs on the CPU all the same.
-if ! "$venv/bin/python" -c "import numpy, jax, torch" 2>/dev/null; then
-  echo "run-peers: installing numpy, jax[cpu] and torch into $venv" >&2
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --upgrade pip
-  "$venv/bin/pip" install -q numpy "jax[cpu]" torch
-fi
+# The peers live in their own virtual environment (scripts/install-peers.sh).
+scripts/install-peers.sh "$build"
 
 # bench_hmlstm sees POCL alone, as in scripts/run-bench.sh.
 icd="$build/peers-icd"

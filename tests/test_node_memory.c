@@ -58,10 +58,27 @@ static double bytes_per_tensor(void)
     return per_tensor;
 }
 
+/* The heap in use once the driver has retired the commands it ran: the
+ * heap is the process's, and rusticl frees its commands' records on a
+ * thread of its own, later under load. Waits until two looks 20 ms apart
+ * agree, at most 2 s. */
+static size_t settled_heap(clmad_context *ctx)
+{
+    CHECK_OK(ctx, clmad_finish(ctx));
+    size_t now = heap_in_use(), last = 0;
+    for (int i = 0; now != last && i < 100; i++) {
+        struct timespec ms = {0, 20000000};
+        nanosleep(&ms, NULL);
+        last = now;
+        now = heap_in_use();
+    }
+    return now;
+}
+
 /* Host bytes per recorded add of one-element tensors (a requires a
  * gradient, b not) under the policy; checks that clearing the tape gives
  * them back and that the tape still works. */
-static double bytes_per_add(clmad_partials_policy policy)
+static double bytes_per_add(clmad_partials_policy policy, double per_tensor)
 {
     enum { N = 20000 };
     clmad_context *ctx = small_pool_context();
@@ -74,27 +91,24 @@ static double bytes_per_add(clmad_partials_policy policy)
     record_adds(ctx, a, b, 100); /* compiles the kernels, fills the pool */
     clmad_tape_clear(ctx);
 
-    size_t before = heap_in_use();
+    size_t before = settled_heap(ctx);
     record_adds(ctx, a, b, N);
-    size_t after = heap_in_use();
+    size_t after = settled_heap(ctx);
     clmad_stats stats;
     CHECK_OK(ctx, clmad_context_stats(ctx, &stats));
     cr_assert_eq(stats.tape_nodes, (uint64_t)N);
     double per_node = ((double)after - (double)before) / N;
 
     clmad_tape_clear(ctx);
-    /* The heap is the process's: let the driver retire what it ran (rusticl
-     * frees its commands' records on a thread of its own, later under load). */
-    CHECK_OK(ctx, clmad_finish(ctx));
-    double kept = (double)heap_in_use() - (double)before;
-    for (int i = 0; kept >= 2.0 * N * sizeof(void *) + 512 * 1024 && i < 200; i++) {
-        struct timespec ms = {0, 10000000};
-        nanosleep(&ms, NULL);
-        kept = (double)heap_in_use() - (double)before;
-    }
+    double kept = (double)settled_heap(ctx) - (double)before;
     /* The tape keeps its array of node pointers (its capacity, doubled up
-     * to N), the pool at most 256 one-element buffers; the nodes are gone. */
-    cr_assert_lt(kept, 2.0 * N * sizeof(void *) + 512 * 1024, "the cleared tape kept %.0f bytes", kept);
+     * to N), the pool at most 256 one-element buffers: 512 KiB in all on
+     * POCL; where buffers are host memory of the process, up to 1.5 times
+     * what a live one-element tensor costs each (rusticl's llvmpipe: 2.3 KB
+     * a live tensor, 3.0 KB a pooled buffer). The nodes are gone. */
+    const double pool = 256 * 1.5 * per_tensor > 512 * 1024 ? 256 * 1.5 * per_tensor : 512 * 1024;
+    cr_assert_lt(kept, 2.0 * N * sizeof(void *) + pool,
+                 "the cleared tape kept %.0f bytes (a live one-element tensor: %.0f)", kept, per_tensor);
 
     /* The tape still works: d(a + b + a + a)/da = 3. */
     clmad_tensor *s = NULL, *t = NULL, *g = NULL;
@@ -122,7 +136,7 @@ static double bytes_per_add(clmad_partials_policy policy)
  * 64 inputs and 16 outputs they took about 14 KB. */
 Test(node_memory, a_recomputed_add_costs_a_few_hundred_bytes)
 {
-    double per_node = bytes_per_add(CLMAD_PARTIALS_RECOMPUTE);
+    double per_node = bytes_per_add(CLMAD_PARTIALS_RECOMPUTE, bytes_per_tensor());
     cr_log_info("host memory per recorded add (RECOMPUTE): %.0f bytes", per_node);
     cr_assert_lt(per_node, 512.0, "%.0f bytes of host memory per recorded add", per_node);
 }
@@ -133,7 +147,7 @@ Test(node_memory, a_recomputed_add_costs_a_few_hundred_bytes)
 Test(node_memory, a_stored_add_costs_its_partial_and_a_few_hundred_bytes)
 {
     double per_tensor = bytes_per_tensor();
-    double per_node = bytes_per_add(CLMAD_PARTIALS_STORE);
+    double per_node = bytes_per_add(CLMAD_PARTIALS_STORE, per_tensor);
     cr_log_info("host memory per recorded add (STORE): %.0f bytes, per one-element tensor: %.0f bytes",
                 per_node, per_tensor);
     cr_assert_lt(per_node - per_tensor, 512.0,

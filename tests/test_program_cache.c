@@ -109,6 +109,35 @@ Test(program_cache, disk_cache_is_reused_by_a_second_process)
     clmad_context_release(ctx);
 }
 
+/* A setting that changes what an implementation builds (here Intel's
+ * CL_CONFIG_USE_VECTORIZER, which POCL ignores) is part of the key: a
+ * binary built under one value is not loaded under another. */
+Test(program_cache, compiler_settings_of_the_environment_are_in_the_key)
+{
+    const char *dir = test_fresh_dir("env-key");
+    unsetenv("CL_CONFIG_USE_VECTORIZER");
+    clmad_context *ctx = test_context_with_cache(dir);
+    cl_program p;
+    CHECK_OK(ctx, clmad__program_get(ctx, SOURCE, "", &p, NULL));
+    cr_expect_eq(test_stats(ctx).programs_compiled, 1);
+    clmad_context_release(ctx);
+
+    setenv("CL_CONFIG_USE_VECTORIZER", "False", 1);
+    ctx = test_context_with_cache(dir);
+    CHECK_OK(ctx, clmad__program_get(ctx, SOURCE, "", &p, NULL));
+    cr_expect_eq(test_stats(ctx).programs_from_disk, 0, "a binary of another setting was loaded");
+    cr_expect_eq(test_stats(ctx).programs_compiled, 1);
+    clmad_context_release(ctx);
+
+    unsetenv("CL_CONFIG_USE_VECTORIZER");
+    ctx = test_context_with_cache(dir);
+    CHECK_OK(ctx, clmad__program_get(ctx, SOURCE, "", &p, NULL));
+    cr_expect_eq(test_stats(ctx).programs_from_disk, 1, "the first binary is still there");
+    cr_expect_eq(test_stats(ctx).programs_compiled, 0);
+    check_program_runs(ctx, p);
+    clmad_context_release(ctx);
+}
+
 static void corrupt_and_recover(void (*damage)(const char *path))
 {
     const char *dir = test_fresh_dir("corrupt-cache");

@@ -157,6 +157,7 @@ static void context_destroy(clmad_context *ctx)
         clReleaseDevice(ctx->device);
     clmad__disk_cache_close(ctx);
     free(ctx->cache_dir);
+    free(ctx->compiler_env);
     free(ctx->error.text);
     free(ctx);
 }

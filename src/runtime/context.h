@@ -38,6 +38,8 @@ struct clmad_context {
                                        cap, inline pragma */
     char *cache_dir;                /* on-disk program cache folder, NULL if off */
     int cache_fd;                   /* that folder, open (when cache_dir is not NULL) */
+    char *compiler_env;             /* the environment that changes binaries (program.c),
+                                       read at the first program; NULL before */
     clmad_program_cache programs;
     clmad_buffer_pool pool;
     clmad_stats stats;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "runtime/context.h"
+#include "runtime/program_key.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "base/strings.h"
@@ -11,67 +12,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-/* The fields of a program's key: everything that changes its binary. The
- * generated source carries clmad's code generation; the version covers the
- * rest of clmad (the file format, how binaries are built). */
-enum { KEY_FIELDS = 7 };
-
-static void key_fields(const clmad_context *ctx, const char *source, const char *options,
-                       const char *version, const char *fields[KEY_FIELDS])
-{
-    fields[0] = version;
-    fields[1] = ctx->info.platform_name;
-    fields[2] = ctx->info.name;
-    fields[3] = ctx->info.version;
-    fields[4] = ctx->info.driver_version;
-    fields[5] = options;
-    fields[6] = source;
-}
-
-static void version_text(char *buf, size_t cap)
-{
-    snprintf(buf, cap, "clmad %d.%d.%d", CLMAD_VERSION_MAJOR, CLMAD_VERSION_MINOR,
-             CLMAD_VERSION_PATCH);
-}
-
-/* The hash of the key: of its fields, each with its NUL. */
-static uint64_t program_key(const clmad_context *ctx, const char *source, const char *options)
-{
-    char version[64];
-    version_text(version, sizeof version);
-    const char *fields[KEY_FIELDS];
-    key_fields(ctx, source, options, version, fields);
-    uint64_t h = CLMAD_HASH_INIT;
-    for (int i = 0; i < KEY_FIELDS; i++)
-        h = clmad__hash_string(h, fields[i]);
-    return h;
-}
-
-/* The key's text, as the disk cache stores it: the fields, each with its
- * NUL (so its hash is program_key). NULL when out of memory. */
-static char *program_key_text(const clmad_context *ctx, const char *source, const char *options,
-                              size_t *size)
-{
-    char version[64];
-    version_text(version, sizeof version);
-    const char *fields[KEY_FIELDS];
-    key_fields(ctx, source, options, version, fields);
-    size_t n = 0;
-    for (int i = 0; i < KEY_FIELDS; i++)
-        n += strlen(fields[i]) + 1;
-    char *text = malloc(n);
-    if (!text)
-        return NULL;
-    char *at = text;
-    for (int i = 0; i < KEY_FIELDS; i++) {
-        size_t len = strlen(fields[i]) + 1;
-        memcpy(at, fields[i], len);
-        at += len;
-    }
-    *size = n;
-    return text;
-}
 
 /* s past any line splices: a backslash (or the trigraph ??/), blanks, a
  * newline. The preprocessor joins such lines before it reads directives. */
@@ -219,7 +159,8 @@ clmad_status clmad__program_get(clmad_context *ctx, const char *source, const ch
         options = "";
     if (build_log)
         *build_log = NULL;
-    uint64_t key = program_key(ctx, source, options);
+    clmad__read_compiler_env(ctx);
+    uint64_t key = clmad__program_key(ctx, source, options);
     for (clmad_program_entry *e = ctx->programs.head; e; e = e->next) {
         if (e->key == key && strcmp(e->options, options) == 0 && strcmp(e->source, source) == 0) {
             ctx->stats.program_memory_hits++;
@@ -248,7 +189,7 @@ clmad_status clmad__program_get(clmad_context *ctx, const char *source, const ch
      * binary of an included file's old text. */
     const int reads_files = reads_other_files(source) || reads_other_files(options);
     size_t key_size = 0;
-    char *key_text = ctx->cache_dir && !reads_files ? program_key_text(ctx, source, options, &key_size) : NULL;
+    char *key_text = ctx->cache_dir && !reads_files ? clmad__program_key_text(ctx, source, options, &key_size) : NULL;
     char *unique = reads_files ? unique_options(options) : NULL;
     if (reads_files && !unique) {
         free(entry->source);

@@ -2,6 +2,7 @@
 /* A kernel's cache of compiled variants: found by whole-variant equality,
  * else generated, built, and explained when the build fails. */
 #include "broadcast/variants.h"
+#include "base/log.h"
 #include "runtime/context.h"
 #include "runtime/program.h"
 
@@ -71,7 +72,13 @@ clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_k
     if (!kv)
         return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory caching a kernel");
     cl_int err;
+    /* Some implementations compile at kernel creation, not at build
+     * (rusticl: minutes for a kernel of 64 inputs): said when slow. */
+    const double start = clmad__log_info() ? clmad__seconds() : 0;
     kv->kernel = clCreateKernel(program, clmad__kernel_name(v->mode), &err);
+    if (start > 0 && clmad__seconds() - start > 0.5)
+        clmad__log("creating kernel %s on \"%s\" took %.2f s (the implementation compiles there)",
+                   clmad__kernel_name(v->mode), ctx->info.name, clmad__seconds() - start);
     if (err != CL_SUCCESS) {
         free(kv);
         return clmad__fail_cl(ctx, err, "clCreateKernel");

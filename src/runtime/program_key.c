@@ -69,7 +69,8 @@ void clmad__read_compiler_env(clmad_context *ctx)
     for (char **e = environ; e && *e; e++)
         if (changes_binaries(*e))
             list[k++] = *e;
-    qsort(list, n, sizeof *list, compare_strings);
+    if (n)
+        qsort(list, n, sizeof *list, compare_strings);
     for (size_t i = 0; i < n; i++)
         at += (size_t)sprintf(text + at, "%s\n", list[i]);
     text[at] = '\0';

@@ -122,6 +122,7 @@ set xtics ({", ".join(tics)}) nomirror rotate by -30
 set key top left
 set grid ytics
 set bmargin 6
+set rmargin 10
 $data << EOD
 {chr(10).join(data)}
 EOD

@@ -36,6 +36,8 @@ struct clmad_context {
     int fp64;                       /* fp64 usable: device has it and not disabled */
     clmad_tuning tuning;            /* runtime/tuning.c: elements per work-item, default chunk
                                        cap, inline pragma */
+    int driver_caches_by_source;    /* the driver's own binary cache ignores what an
+                                       #include reads (tuning.c; program.c works around) */
     char *cache_dir;                /* on-disk program cache folder, NULL if off */
     int cache_fd;                   /* that folder, open (when cache_dir is not NULL) */
     char *compiler_env;             /* the environment that changes binaries (program.c),

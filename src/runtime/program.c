@@ -184,14 +184,16 @@ clmad_status clmad__program_get(clmad_context *ctx, const char *source, const ch
     }
 
     /* The disk cache holds programs whose key says all they are made of.
-     * Others are compiled with a define of their own: drivers that cache
-     * binaries by source and options (rusticl) would otherwise serve the
-     * binary of an included file's old text. */
+     * Others are compiled, on a driver whose own cache is keyed by source
+     * and options alone (rusticl), with a define of their own: it would
+     * otherwise serve the binary of an included file's old text. (POCL
+     * keys its cache by the preprocessed source, and keeps its hits.) */
     const int reads_files = reads_other_files(source) || reads_other_files(options);
     size_t key_size = 0;
     char *key_text = ctx->cache_dir && !reads_files ? clmad__program_key_text(ctx, source, options, &key_size) : NULL;
-    char *unique = reads_files ? unique_options(options) : NULL;
-    if (reads_files && !unique) {
+    const int once = reads_files && ctx->driver_caches_by_source;
+    char *unique = once ? unique_options(options) : NULL;
+    if (once && !unique) {
         free(entry->source);
         free(entry->options);
         free(entry);

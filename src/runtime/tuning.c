@@ -20,6 +20,8 @@ typedef struct tuning_row {
     const char *driver_prefix;   /* CL_DRIVER_VERSION starts with it; NULL: any */
     int items, chunk_cap, inline_pragma;
     const char *name;
+    int caches_by_source; /* its own binary cache is keyed by source and options
+                             alone, not by what an #include reads (rusticl) */
 } tuning_row;
 
 /* The first row that matches wins. Items: POCL vectorises only a loop
@@ -30,11 +32,11 @@ typedef struct tuning_row {
  * H100). Inline pragma: compilers on upstream clang that take always_inline
  * in `#pragma clang attribute` (codegen.c). */
 static const tuning_row TABLE[] = {
-    {"The pocl project", CLMAD_DEVICE_CPU, NULL, 32, 16, 1, "POCL on a CPU"},
-    {"The pocl project", -1, NULL, 1, 16, 1, "POCL"},
-    {"Mesa/X.org", -1, NULL, 1, 16, 1, "Mesa (rusticl)"},
-    {"Intel(R) Corporation", CLMAD_DEVICE_CPU, NULL, 1, 16, 0, "Intel's CPU runtime"},
-    {"Oclgrind", -1, NULL, 1, 16, 0, "Oclgrind (a simulator: the GPU form)"},
+    {"The pocl project", CLMAD_DEVICE_CPU, NULL, 32, 16, 1, "POCL on a CPU", 0},
+    {"The pocl project", -1, NULL, 1, 16, 1, "POCL", 0},
+    {"Mesa/X.org", -1, NULL, 1, 16, 1, "Mesa (rusticl)", 1},
+    {"Intel(R) Corporation", CLMAD_DEVICE_CPU, NULL, 1, 16, 0, "Intel's CPU runtime", 0},
+    {"Oclgrind", -1, NULL, 1, 16, 0, "Oclgrind (a simulator: the GPU form)", 0},
 };
 
 /* When no row matches: by device type; accelerators and others keep the
@@ -42,10 +44,10 @@ static const tuning_row TABLE[] = {
 static tuning_row type_default(clmad_device_type type)
 {
     if (type == CLMAD_DEVICE_GPU)
-        return (tuning_row){NULL, type, NULL, 1, 16, 0, "default for GPUs"};
+        return (tuning_row){NULL, type, NULL, 1, 16, 0, "default for GPUs", 0};
     if (type == CLMAD_DEVICE_CPU)
-        return (tuning_row){NULL, type, NULL, 1, 16, 0, "default for CPUs"};
-    return (tuning_row){NULL, type, NULL, 1, 8, 0, "default for other devices"};
+        return (tuning_row){NULL, type, NULL, 1, 16, 0, "default for CPUs", 0};
+    return (tuning_row){NULL, type, NULL, 1, 8, 0, "default for other devices", 0};
 }
 
 static int row_matches(const tuning_row *r, const char *vendor, const clmad_device_info *info)
@@ -127,6 +129,7 @@ void clmad__tuning_resolve(clmad_context *ctx)
         }
     clmad_tuning *t = &ctx->tuning;
     *t = (clmad_tuning){row.items, row.chunk_cap, row.inline_pragma, ""};
+    ctx->driver_caches_by_source = row.caches_by_source;
     snprintf(t->origin, sizeof t->origin, "%s%s", kind, row.name);
     if (ctx->cache_dir) {
         char name[64];

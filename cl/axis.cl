@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Kernels of the operations along one axis (max, logsumexp, softmax,
- * log_softmax) and of the softmax cross-entropy loss. `real` comes from the
- * include of real.clh. A tensor is seen as outer x n x inner, the
- * axis in the middle: element (o, k, i) is at (o * n + k) * inner + i, and
- * the row (o, i) is its n elements along the axis, r = o * inner + i. One
- * work-item walks one row in a fixed order (reproducible results); rows of
- * a softmax over classes are short, and there are many of them.
+ * log_softmax) and of the softmax cross-entropy loss. `real` comes from
+ * real.clh, inlined at build time. (No comment of cl/ may name the
+ * preprocessor's file directives: the word alone keeps a program off the
+ * disk cache, see reads_other_files in src/runtime/program.c.) A tensor is
+ * seen as outer x n x inner, the axis in the middle: element (o, k, i) is
+ * at (o * n + k) * inner + i, and the row (o, i) is its n elements along
+ * the axis, r = o * inner + i. One work-item walks one row in a fixed order
+ * (reproducible results); rows of a softmax over classes are short, and
+ * there are many of them.
  */
 #pragma OPENCL FP_CONTRACT OFF
 

@@ -239,3 +239,46 @@ Test(program_cache, embedded_sources_are_present)
     CHECK_OK(ctx, clmad__program_get(ctx, source, "", &p, NULL));
     clmad_context_release(ctx);
 }
+
+/* Builds every internal kernel (the table of kernel_ids.h) of dtype in a
+ * context on dir; 1 when all of them were built. */
+static int build_every_internal_kernel(clmad_context *ctx, clmad_dtype dtype)
+{
+    for (int id = 0; id < CLMAD_KERNEL_COUNT; id++) {
+        cl_kernel k;
+        if (clmad__cached_kernel(ctx, dtype, (clmad_kernel_id)id, &k) != CLMAD_OK)
+            return 0;
+    }
+    return 1;
+}
+
+/* clmad's own programs (cl/ops.cl, axis.cl, train.cl) go through the disk
+ * cache like any other: a second process compiles none of them. A word
+ * such as "include" in a comment of cl/ keeps a program off the disk
+ * (reads_other_files in program.c), and then every process compiled it. */
+Test(program_cache, internal_programs_are_stored_on_disk)
+{
+    const char *dir = test_fresh_dir("internal-programs");
+    pid_t child = fork();
+    cr_assert_neq(child, -1);
+    if (child == 0) {
+        clmad_context *ctx = NULL;
+        clmad_options opt;
+        clmad_options_init(&opt);
+        opt.cache_dir = dir;
+        int ok = clmad_context_create(&opt, &ctx) == CLMAD_OK && build_every_internal_kernel(ctx, CLMAD_F32);
+        clmad_context_release(ctx);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "first process failed");
+
+    clmad_context *ctx = test_context_with_cache(dir);
+    cr_assert(build_every_internal_kernel(ctx, CLMAD_F32), "%s", clmad_last_error(ctx));
+    clmad_stats s = test_stats(ctx);
+    cr_expect_eq(s.programs_compiled, 0, "the second process compiled %llu internal program(s) again",
+                 (unsigned long long)s.programs_compiled);
+    cr_expect_gt(s.programs_from_disk, 0);
+    clmad_context_release(ctx);
+}

@@ -60,6 +60,30 @@ if [ -f "$libdir/pkgconfig/clmad-mpi.pc" ]; then
     echo "the MPI component is installed: its programs are built and run too"
 fi
 
+# The README's list of installed files ("## Using clmad from another
+# project", the list after "installs these files:"): the public headers and
+# pkg-config files it names are exactly those installed; those of the MPI
+# component may be missing when it was not built.
+step "the README's install list against the prefix"
+listed=$(awk '/^## /{ s = ($0 == "## Using clmad from another project") }
+    s && /installs these files:/ { l = 1; next }
+    l && /^$/ && n { exit } l { n++; print }' "$src/README.md")
+[ -n "$listed" ] || fail "README.md: no list after \"installs these files:\""
+listed_names() { grep -oE "\`[^\`]*\.$1\`" <<<"$listed" | tr -d '\`' | xargs -rn1 basename | sort -u; }
+compare_lists() { # WHAT README-NAMES INSTALLED-NAMES
+    local n
+    for n in $3; do
+        grep -qx "$n" <<<"$2" || fail "$n is installed but the README's install list does not name it"
+    done
+    for n in $2; do
+        grep -qx "$n" <<<"$3" || { [ $mpi = 0 ] && [[ $n == *mpi* ]]; } ||
+            fail "the README's install list names $n, which is not installed"
+    done
+    echo "$1: $(echo $3)"
+}
+compare_lists headers "$(listed_names h)" "$(cd "$prefix/include" && ls -- *.h | sort)"
+compare_lists pkg-config "$(listed_names pc)" "$(cd "$libdir/pkgconfig" && ls -- *.pc | sort)"
+
 # The shared builds must use the prefix's libclmad.so (and libclmad_mpi.so).
 check_links_prefix() {
     local exe=$1 lib=${2:-libclmad}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Compiles, links and runs every ```c block of the README, so that the
-# documentation cannot drift from the API.
+# Compiles, links and runs every ```c block of the README and of the docs/
+# pages, so that the documentation cannot drift from the API.
 #   - A block that defines `int main` is a complete program, taken as it is.
 #   - Any other block is a fragment: its #include lines go to the top, after
 #     <clmad.h> <stdio.h> <stdlib.h> <string.h> <math.h>, and the rest becomes
@@ -10,22 +10,31 @@
 #     compiles and links a block without running it.
 # Programs link libclmad.so, libm and OpenCL (for the clmad_cl.h snippets).
 # Each program runs in the test environment and must exit with status 0.
-# Usage: readme_snippets.sh README OUT_DIR CC INCLUDE_DIR LIBCLMAD_SO
+# Usage: readme_snippets.sh OUT_DIR CC INCLUDE_DIR LIBCLMAD_SO FILE.md...
+# (messages name a block by FILE.md's path as given, and its line).
 # Registered in ctest as readme_snippets (tests/CMakeLists.txt).
 set -euo pipefail
-readme=$1
-out=$2
-cc=$3
-include=$4
-lib=$5
+out=$1
+cc=$2
+include=$3
+lib=$4
+shift 4
 libdir=$(cd "$(dirname "$lib")" && pwd)
 
 rm -rf "$out"
 mkdir -p "$out"
+count=0
+ran=0
+status=0
+for readme in "$@"; do
+doc=$(basename "$(dirname "$readme")")/$(basename "$readme")
+case $doc in ./* | */README.md) doc=$(basename "$readme") ;; esac
+work=$out/${doc//\//_}
+mkdir -p "$work"
 
-# Split the README into snippet_N.txt files, with snippet_N.line (the README
+# Split the file into snippet_N.txt files, with snippet_N.line (the file's
 # line of the block's first line) and snippet_N.run (run it) beside them.
-awk -v out="$out" '
+awk -v out="$work" '
     /^```c[ \t]*$/ && !inblock {
         inblock = 1; n++
         file = sprintf("%s/snippet_%d.txt", out, n)
@@ -39,29 +48,26 @@ awk -v out="$out" '
     inblock { print > file }
     { if ($0 !~ /^[ \t]*$/) prev = $0 }
     END {
-        if (inblock) { print "README.md: unterminated ```c block" > "/dev/stderr"; exit 1 }
+        if (inblock) { print doc ": unterminated ```c block" > "/dev/stderr"; exit 1 }
     }
-' "$readme"
+' doc="$doc" "$readme"
 
-count=0
-ran=0
-status=0
-for txt in "$out"/snippet_*.txt; do
+for txt in "$work"/snippet_*.txt; do
     [ -e "$txt" ] || break
     count=$((count + 1))
     base=${txt%.txt}
     name=$(basename "$base")
     line=$(cat "$base.line")
-    where="README.md line $line"
+    where="$doc line $line"
     c=$base.c
-    # #line directives: compiler messages give README.md positions.
+    # #line directives: compiler messages give positions in the .md file.
     if grep -Eq '^[[:space:]]*int[[:space:]]+main[[:space:]]*\(' "$txt"; then
-        { printf '#line %d "README.md"\n' "$line"; cat "$txt"; } >"$c"
+        { printf '#line %d "%s"\n' "$line" "$doc"; cat "$txt"; } >"$c"
     else
         {
             printf '#include <clmad.h>\n#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n'
             grep -E '^[[:space:]]*#[[:space:]]*include' "$txt" || true
-            printf 'int main(void)\n{\n#line %d "README.md"\n' "$line"
+            printf 'int main(void)\n{\n#line %d "%s"\n' "$line" "$doc"
             sed -E 's/^[[:space:]]*#[[:space:]]*include.*$//' "$txt"
             printf '    return 0;\n}\n'
         } >"$c"
@@ -95,8 +101,9 @@ for txt in "$out"/snippet_*.txt; do
         echo "ok: $name ($where) compiled (compile-only)"
     fi
 done
+done
 if [ "$count" -eq 0 ]; then
-    echo "no \`\`\`c blocks found in $readme"
+    echo "no \`\`\`c blocks found in $*"
     exit 1
 fi
 echo "README snippets: $count compiled, $ran ran, status $status"

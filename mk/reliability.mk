@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# Reliability targets (sanitizers, valgrind, Oclgrind): see the README.
+# Reliability targets (sanitizers, valgrind, Oclgrind): see docs/testing.md.
 #
 #   make test-asan       AddressSanitizer + UBSan build (build-asan), every test
 #   make test-tsan       ThreadSanitizer build (build-tsan), every test

@@ -76,15 +76,15 @@ md="$out/results.md"
 } > "$md"
 echo "bench-report: wrote $md" >&2
 
-# The README's table (between its bench markers): forward + backward at
-# dims 2048 per device, and the charts.
-readme=README.md
+# The table of docs/benchmarks.md (between its bench markers): forward +
+# backward at dims 2048 per device, and the charts (links from docs/).
+readme=docs/benchmarks.md
 if [ -f "$readme" ] && grep -q '<!-- bench:begin -->' "$readme"; then
   table=$(mktemp)
   {
     echo
     echo "HM-LSTM cell update, forward + backward, 2048 × 2048 f32, random controls, median times in ms"
-    echo "(\`make bench\`; every figure of [bench/results/results.md](bench/results/results.md)):"
+    echo "(\`make bench\`; every figure of [bench/results/results.md](../bench/results/results.md)):"
     echo
     echo "| device | fused STORE | fused RECOMPUTE | unfused | hand-written | primal only | unfused / best fused | best fused / hand | best fused / primal |"
     echo "|---|---|---|---|---|---|---|---|---|"
@@ -96,9 +96,9 @@ if [ -f "$readme" ] && grep -q '<!-- bench:begin -->' "$readme"; then
             t["hand"], t["primal"], t["unfused"] / b, b / t["hand"], b / t["primal"] }' <(csv "$f") | tr -d '"'
     done
     echo
-    echo "Charts: [speed-up over unfused vs dims](bench/results/speedup.svg),"
-    echo "[arity scaling](bench/results/arity.svg),"
-    echo "[random / uniform controls](bench/results/divergence.svg)."
+    echo "Charts: [speed-up over unfused vs dims](../bench/results/speedup.svg),"
+    echo "[arity scaling](../bench/results/arity.svg),"
+    echo "[random / uniform controls](../bench/results/divergence.svg)."
     echo
   } > "$table"
   awk -v table="$table" '

@@ -199,12 +199,12 @@ def main():
     with open(os.path.join(out, "peers.md"), "w") as fh:
         fh.write("\n".join(md) + "\n")
     chart(rows, os.path.join(out, "peers.svg"))
-    update_readme("README.md", md[2], md[6:8 + len(rows)])
+    update_readme("docs/benchmarks.md", md[2], md[6:8 + len(rows)])
     print("\n".join(md))
 
 
 def update_readme(path, header, table):
-    """The README's copy of the table, between its peers markers."""
+    """The copy of the table in docs/benchmarks.md, between its peers markers."""
     if not os.path.exists(path):
         return
     with open(path) as fh:

@@ -391,6 +391,10 @@ typedef struct clmad_stats {
                                       context: a refused or unusable folder (the disk cache
                                       is then off), a rejected file, a failed write. The
                                       calls go on, compiling from source. */
+    uint64_t programs_live;        /* OpenCL programs the context holds now: the library's own
+                                      (kept while the context lives) and those of live user
+                                      kernels (a kernel's go when it is released and no tape
+                                      node holds it) */
 } clmad_stats;
 
 /** Reads the counters of ctx. */

@@ -19,7 +19,21 @@
  *   argument ("clmad_concat: xs[1] belongs to another context").
  * - A context is used by one thread at a time, and so are its tensors and
  *   kernels (their reference counts are plain integers); separate contexts
- *   on separate threads are independent.
+ *   on separate threads are independent. Misuse is detected: a call on a
+ *   context (or on one of its tensors, kernels, staging areas, optimizers)
+ *   made while another thread is inside a call on the same context fails
+ *   with CLMAD_ERR_CONCURRENT_USE and changes nothing; on the refused
+ *   thread clmad_last_error(ctx) then reads "CALL: context used from two
+ *   threads at once; use one context per thread or your own lock". The
+ *   calls that return no status (the _release calls, clmad_tensor_retain,
+ *   clmad_tensor_zero_grad, clmad_tape_clear, clmad_optimizer_zero_grad,
+ *   clmad_chunk_cap, clmad_scope_depth) wait for the other thread's call to
+ *   end instead. The check is a hint, not a lock: with your own lock
+ *   around every call, threads may share a context. It costs about 20 ns
+ *   per call (an atomic compare-and-swap). Not checked: the getters of one
+ *   field (clmad_tensor_ndim, _dim, _numel, _dtype, _requires_grad,
+ *   clmad_tensor_get_cl, clmad_context_get_cl, clmad_optimizer_steps),
+ *   clmad_last_error and clmad_set_error.
  * - Enum values are only ever appended, never renumbered.
  */
 #ifndef CLMAD_H
@@ -86,7 +100,8 @@ extern "C" {
     X(CLMAD_ERR_SHAPE, 7, "shapes that do not match or broadcast")                              \
     X(CLMAD_ERR_DTYPE, 8, "dtypes that do not match")                                           \
     X(CLMAD_ERR_IO, 9, "a file could not be read or written")                                   \
-    X(CLMAD_ERR_STATE, 10, "call not valid in the object's state")
+    X(CLMAD_ERR_STATE, 10, "call not valid in the object's state")                             \
+    X(CLMAD_ERR_CONCURRENT_USE, 11, "the context is in a call on another thread")
 
 typedef enum clmad_status {
 #define CLMAD_STATUS_ENUMERATOR_(name, value, text) name = value,
@@ -337,7 +352,10 @@ CLMAD_API clmad_status clmad_tuning_save(clmad_context *ctx, const clmad_tuning 
  * The message of the last failure on ctx (or on this thread, for ctx NULL).
  * The string is owned by clmad and valid until the next failing call on the
  * same context (thread); a thread's message is freed when the thread exits.
- * Empty if nothing failed.
+ * Empty if nothing failed. After a call refused with
+ * CLMAD_ERR_CONCURRENT_USE, clmad_last_error(ctx) on the refused thread
+ * gives the refusal (kept in that thread's slot: the context's belongs to
+ * the thread inside it) until that thread's next call on ctx enters.
  */
 CLMAD_API const char *clmad_last_error(const clmad_context *ctx);
 
@@ -373,6 +391,10 @@ typedef struct clmad_stats {
                                       context: a refused or unusable folder (the disk cache
                                       is then off), a rejected file, a failed write. The
                                       calls go on, compiling from source. */
+    uint64_t programs_live;        /* OpenCL programs the context holds now: the library's own
+                                      (kept while the context lives) and those of live user
+                                      kernels (a kernel's go when it is released and no tape
+                                      node holds it) */
 } clmad_stats;
 
 /** Reads the counters of ctx. */

@@ -42,6 +42,8 @@ CLMAD_API clmad_status clmad_mpi_device_for_rank(const clmad_device_info *list, 
  * the rank's local rank (MPI_Comm_split_type with MPI_COMM_TYPE_SHARED),
  * unless opt->device or CLMAD_DEVICE names one. The caller owns *ctx.
  * Errors: those of clmad_context_create and clmad_mpi_device_for_rank;
+ * CLMAD_ERR_INVALID_ARGUMENT, on every rank, when the ranks are in
+ * different collective calls of clmad_mpi (see clmad_mpi_broadcast);
  * CLMAD_ERR_UNSUPPORTED when an MPI call fails.
  */
 CLMAD_API clmad_status clmad_mpi_context_create(MPI_Comm comm, const clmad_options *opt, clmad_context **ctx);
@@ -51,8 +53,16 @@ CLMAD_API clmad_status clmad_mpi_context_create(MPI_Comm comm, const clmad_optio
  * (collective; to start every rank from the same initialisation). The
  * tensors keep their identity (gradients, requires_grad); values go
  * through host memory in one message per dtype.
+ * Every collective call of clmad_mpi (this one, clmad_mpi_allreduce_grads,
+ * clmad_mpi_context_create) opens with the same exchange, which carries
+ * the call's identity: ranks in different calls (rank 0 broadcasting while
+ * the others reduce gradients) all fail, with a message naming both calls
+ * ("clmad_mpi_broadcast: the ranks are in different collective calls:
+ * rank 0 in clmad_mpi_broadcast, rank 1 in clmad_mpi_allreduce_grads"),
+ * instead of some returning and the others waiting for ever.
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, n < 0, a bad root, parameter
- * lists that differ across ranks: reported on every rank), those of the
+ * lists that differ across ranks, ranks in different calls: reported on
+ * every rank), those of the
  * tensors' reads and writes; CLMAD_ERR_UNSUPPORTED when an MPI call fails.
  */
 CLMAD_API clmad_status clmad_mpi_broadcast(clmad_context *ctx, MPI_Comm comm, clmad_tensor *const *params, int n,
@@ -83,7 +93,8 @@ enum {
  * parameter needs a gradient on every rank (run clmad_backward first).
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, n < 0, unknown op or flags,
  * parameter lists that differ across ranks, a parameter without a
- * gradient on some rank: reported on every rank);
+ * gradient on some rank, ranks in different calls (see
+ * clmad_mpi_broadcast): reported on every rank);
  * CLMAD_ERR_OUT_OF_MEMORY; CLMAD_ERR_OPENCL; CLMAD_ERR_UNSUPPORTED when an
  * MPI call fails.
  */

@@ -5,6 +5,7 @@
 #include "broadcast/node.h"
 #include "runtime/context.h"
 #include "tape/tape.h"
+#include "runtime/context_guard.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -45,6 +46,7 @@ static clmad_status check_and_plan(clmad_context *ctx, clmad_kernel *k, clmad_te
 clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
                              clmad_tensor **outputs)
 {
+    CLMAD_GUARD(ctx, "clmad_broadcast");
     clmad_bcast_plan plan;
     clmad_status st = check_and_plan(ctx, k, inputs, "clmad_broadcast", &plan);
     if (st != CLMAD_OK)
@@ -66,6 +68,7 @@ clmad_status clmad_broadcast_partials(clmad_context *ctx, clmad_kernel *k,
                                       clmad_tensor *const *inputs, const int *active,
                                       clmad_tensor **outputs, clmad_tensor **partials)
 {
+    CLMAD_GUARD(ctx, "clmad_broadcast_partials");
     clmad_bcast_plan plan;
     clmad_status st = check_and_plan(ctx, k, inputs, "clmad_broadcast_partials", &plan);
     if (st != CLMAD_OK)
@@ -81,6 +84,7 @@ clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, clmad_tens
                                  clmad_tensor *const *tangents, clmad_tensor **outputs,
                                  clmad_tensor **out_tangents)
 {
+    CLMAD_GUARD(ctx, "clmad_broadcast_jvp");
     clmad_bcast_plan plan;
     clmad_status st = check_and_plan(ctx, k, inputs, "clmad_broadcast_jvp", &plan);
     if (st != CLMAD_OK)

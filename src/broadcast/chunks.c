@@ -2,9 +2,11 @@
 /* The chunk cap (public), chunks of active inputs, elements per work-item. */
 #include "broadcast/chunks.h"
 #include "runtime/context.h"
+#include "runtime/context_guard.h"
 
 int clmad_chunk_cap(const clmad_context *ctx)
 {
+    CLMAD_GUARD_WAIT(ctx);
     if (!ctx)
         return 0;
     return ctx->chunk_cap > 0 ? ctx->chunk_cap : ctx->tuning.chunk_cap;
@@ -12,6 +14,7 @@ int clmad_chunk_cap(const clmad_context *ctx)
 
 clmad_status clmad_set_chunk_cap(clmad_context *ctx, int cap)
 {
+    CLMAD_GUARD(ctx, "clmad_set_chunk_cap");
     return clmad__set_param(ctx, "clmad_set_chunk_cap", CLMAD_PARAM_CHUNK_CAP, cap);
 }
 

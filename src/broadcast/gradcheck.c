@@ -4,6 +4,7 @@
  * API only (1-d inputs of n_points elements, no broadcasting). */
 #include "runtime/context.h"
 #include "broadcast/kernel.h"
+#include "runtime/context_guard.h"
 
 #include <float.h>
 #include <math.h>
@@ -115,6 +116,7 @@ static clmad_status check_input(gc_state *s, clmad_kernel *k, int j, const doubl
 clmad_status clmad_gradcheck(clmad_context *ctx, clmad_kernel *k, clmad_dtype dtype, size_t n_points,
                              const double *points, double *worst)
 {
+    CLMAD_GUARD(ctx, "clmad_gradcheck");
     if (!ctx || !k || !points || !worst || n_points == 0)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
                            "clmad_gradcheck: ctx, k, points and worst must be non-NULL and n_points > 0");

@@ -6,6 +6,7 @@
 #include "base/strings.h"
 #include "runtime/context.h"
 #include "lower/lower.h"
+#include "runtime/context_guard.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -65,6 +66,7 @@ static void dual_variant(const clmad_kernel *k, clmad_variant *v)
 clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const char *fn_name,
                                  int n_inputs, int n_outputs, clmad_kernel **out)
 {
+    CLMAD_GUARD(ctx, "clmad_kernel_create");
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_kernel_create: ctx is NULL");
     if (!source || !fn_name || !out)
@@ -123,6 +125,7 @@ clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const c
 
 void clmad_kernel_release(clmad_kernel *k)
 {
+    CLMAD_GUARD_WAIT(k ? k->ctx : NULL);
     if (!k || --k->refcount > 0)
         return;
     clmad__kernel_variants_release(k);

@@ -8,6 +8,7 @@
 typedef struct clmad_kernel_variant {
     clmad_variant variant;          /* compared whole: clmad__variant_equal */
     cl_kernel kernel;
+    cl_program program;             /* a use of the context's cached program, ended with k */
     struct clmad_kernel_variant *next;
 } clmad_kernel_variant;
 

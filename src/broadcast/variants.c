@@ -69,8 +69,10 @@ clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_k
         return st;
 
     clmad_kernel_variant *kv = calloc(1, sizeof *kv);
-    if (!kv)
+    if (!kv) {
+        clmad__program_release(ctx, program);
         return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory caching a kernel");
+    }
     cl_int err;
     /* Some implementations compile at kernel creation, not at build
      * (rusticl: minutes for a kernel of 64 inputs): said when slow. */
@@ -81,8 +83,10 @@ clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_k
                    clmad__kernel_name(v->mode), ctx->info.name, clmad__seconds() - start);
     if (err != CL_SUCCESS) {
         free(kv);
+        clmad__program_release(ctx, program);
         return clmad__fail_cl(ctx, err, "clCreateKernel");
     }
+    kv->program = program;
     kv->variant = *v;
     kv->next = k->variants;
     k->variants = kv;
@@ -96,6 +100,9 @@ void clmad__kernel_variants_release(clmad_kernel *k)
     while (kv) {
         clmad_kernel_variant *next = kv->next;
         clReleaseKernel(kv->kernel);
+        /* The program goes with the last kernel that used it (a second kernel
+         * of the same source shares it); the library's own stay cached. */
+        clmad__program_release(k->ctx, kv->program);
         free(kv);
         kv = next;
     }

@@ -9,7 +9,7 @@
  * (through the context's program cache). Owned by k. */
 clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_kernel *out);
 
-/* Releases every cached variant of k. */
+/* Releases every cached variant of k and its uses of their programs. */
 void clmad__kernel_variants_release(clmad_kernel *k);
 
 #endif

@@ -43,6 +43,20 @@ static const char *op_name(int64_t op)
     return op == CLMAD_MPI_AVERAGE ? "CLMAD_MPI_AVERAGE" : op == CLMAD_MPI_SUM ? "CLMAD_MPI_SUM" : "?";
 }
 
+/* The collective calls, by their identity in H_CALL (index + 1). */
+static const char *const CALLS[] = {"clmad_mpi_context_create", "clmad_mpi_broadcast", "clmad_mpi_allreduce_grads"};
+enum { N_CALLS = sizeof CALLS / sizeof CALLS[0] };
+
+static int64_t call_id(const char *call)
+{
+    for (int i = 0; i < N_CALLS; i++)
+        if (strcmp(call, CALLS[i]) == 0)
+            return i + 1;
+    return 0;
+}
+
+static const char *call_name(int64_t id) { return id >= 1 && id <= N_CALLS ? CALLS[id - 1] : "an unknown call"; }
+
 static const char *dtype_name(int64_t dt) { return dt == CLMAD_F64 ? "f64" : dt == CLMAD_F32 ? "f32" : "?"; }
 
 /* Describes parameter k of every rank (a second exchange; only when the
@@ -100,6 +114,14 @@ clmad_status clmad_mpi__agree(agreement *a, clmad_status local, clmad_tensor *co
     if (rc != MPI_SUCCESS)
         return clmad_mpi__failed(a->ctx, rc, "MPI_Allgather");
     const int64_t *h0 = a->all;
+    /* First the call: the rest of two different calls' headers means nothing. */
+    for (int r = 1; r < a->size; r++)
+        if (a->all[(size_t)r * H_WORDS + H_CALL] != h0[H_CALL])
+            return clmad_set_error(a->ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                                   "%s: the ranks are in different collective calls: rank 0 in %s, rank %d in %s "
+                                   "(every rank must make the same clmad_mpi calls in the same order)",
+                                   a->call, call_name(h0[H_CALL]), r,
+                                   call_name(a->all[(size_t)r * H_WORDS + H_CALL]));
     for (int r = 0; r < a->size; r++) {
         const int64_t *h = a->all + (size_t)r * H_WORDS;
         if (!h[H_OK])
@@ -171,6 +193,7 @@ clmad_status clmad_mpi__start(agreement *a, const char *call, clmad_context *ctx
     a->call = call;
     a->ctx = ctx;
     a->comm = comm;
+    a->header[H_CALL] = call_id(call);
     int rc = MPI_Comm_rank(comm, &a->rank);
     if (rc == MPI_SUCCESS)
         rc = MPI_Comm_size(comm, &a->size);

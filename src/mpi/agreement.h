@@ -8,8 +8,12 @@
 
 #include <stdint.h>
 
-/* The words of a rank's header. */
-enum { H_OK, H_N, H_ROOT, H_OP, H_FLAGS, H_NO_GRAD, H_HASH, H_WORDS };
+/* The words of a rank's header. H_CALL says which call the rank is in: the
+ * headers of two different calls have the same size, so that a rank in
+ * clmad_mpi_broadcast and one in clmad_mpi_allreduce_grads meet in the
+ * same exchange and both fail, where each would otherwise go on into its
+ * own transfers (a hang). */
+enum { H_CALL, H_OK, H_N, H_ROOT, H_OP, H_FLAGS, H_NO_GRAD, H_HASH, H_WORDS };
 
 typedef struct {
     const char *call;
@@ -23,7 +27,8 @@ typedef struct {
 /* An MPI call that failed, as a clmad error naming it. */
 clmad_status clmad_mpi__failed(const clmad_context *ctx, int rc, const char *call);
 
-/* a for the call named call (its rank and the communicator's size). */
+/* a for the call named call (its rank and the communicator's size, and the
+ * call's identity in a->header[H_CALL]). */
 clmad_status clmad_mpi__start(agreement *a, const char *call, clmad_context *ctx, MPI_Comm comm);
 /* This rank's own checks of ctx, params and n. */
 clmad_status clmad_mpi__local_checks(agreement *a, clmad_tensor *const *params, int n);

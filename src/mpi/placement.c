@@ -31,6 +31,17 @@ clmad_status clmad_mpi_device_for_rank(const clmad_device_info *list, size_t cou
 
 clmad_status clmad_mpi_context_create(MPI_Comm comm, const clmad_options *opt, clmad_context **ctx)
 {
+    /* First the agreement on the call (agreement.h): a rank that is in
+     * another collective call of clmad_mpi fails with this one instead of
+     * both waiting in different MPI calls. */
+    agreement a;
+    clmad_status agreed = clmad_mpi__start(&a, "clmad_mpi_context_create", NULL, comm);
+    a.header[H_NO_GRAD] = -1;
+    if (agreed == CLMAD_OK)
+        agreed = clmad_mpi__agree(&a, CLMAD_OK, NULL, 0);
+    free(a.all);
+    if (agreed != CLMAD_OK)
+        return agreed;
     /* The split is collective: every rank makes it before any check of its own. */
     MPI_Comm node;
     int rc = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);

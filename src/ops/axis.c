@@ -4,6 +4,7 @@
  * its output, from which backward computes the adjoint in one kernel. */
 #include "ops/ops.h"
 #include "tape/tape.h"
+#include "runtime/context_guard.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -149,20 +150,24 @@ static clmad_status axis_op(clmad_context *ctx, axis_kind kind, clmad_tensor *x,
 
 clmad_status clmad_max(clmad_context *ctx, clmad_tensor *x, int axis, int keepdims, clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_max");
     return axis_op(ctx, AXIS_MAX, x, axis, keepdims, out);
 }
 
 clmad_status clmad_logsumexp(clmad_context *ctx, clmad_tensor *x, int axis, int keepdims, clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_logsumexp");
     return axis_op(ctx, AXIS_LOGSUMEXP, x, axis, keepdims, out);
 }
 
 clmad_status clmad_softmax(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_softmax");
     return axis_op(ctx, AXIS_SOFTMAX, x, axis, 0, out);
 }
 
 clmad_status clmad_log_softmax(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_log_softmax");
     return axis_op(ctx, AXIS_LOG_SOFTMAX, x, axis, 0, out);
 }

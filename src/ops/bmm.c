@@ -5,12 +5,14 @@
  * serve (CLBlast's batched GEMM is another program, tens of seconds to
  * compile on POCL), at the price of one launch per matrix. */
 #include "ops/ops.h"
+#include "runtime/context_guard.h"
 
 #include <stdlib.h>
 
 clmad_status clmad_bmm(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a, int trans_b,
                        clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_bmm");
     clmad_status st = clmad__check_operands(ctx, "clmad_bmm", a, b, out);
     if (st != CLMAD_OK)
         return st;

@@ -2,9 +2,11 @@
 /* clmad_context_release: drops what each layer keeps, then the user's reference. */
 #include "ops/builtins.h"
 #include "tape/tape.h"
+#include "runtime/context_guard.h"
 
 void clmad_context_release(clmad_context *ctx)
 {
+    CLMAD_GUARD_WAIT(ctx);
     if (!ctx || ctx->released) /* a second release has no reference left to drop */
         return;
     clmad__context_release_begin(ctx);

@@ -5,6 +5,7 @@
  * and nothing of its own backward. */
 #include "ops/ops.h"
 #include "tape/tape.h"
+#include "runtime/context_guard.h"
 
 static clmad_status dot_backward(clmad_context *ctx, clmad_node *node)
 {
@@ -76,6 +77,7 @@ static clmad_status dot_value(clmad_context *ctx, clmad_tensor *a, clmad_tensor 
 
 clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_dot");
     clmad_status st = clmad__check_operands(ctx, "clmad_dot", a, b, out);
     if (st != CLMAD_OK)
         return st;

@@ -4,6 +4,7 @@
 #include "broadcast/kernel.h"
 #include "ops/builtins.h"
 #include "tape/tape.h"
+#include "runtime/context_guard.h"
 
 #include <stdlib.h>
 
@@ -44,6 +45,7 @@ void clmad__builtins_drop(clmad_context *ctx)
 static clmad_status builtin(clmad_context *ctx, clmad_builtin_id id, clmad_tensor *const *inputs,
                             clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, BUILTINS[id].name);
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "builtin operation: ctx is NULL");
     if (!out)
@@ -99,6 +101,7 @@ clmad_status clmad_where(clmad_context *ctx, clmad_tensor *cond, clmad_tensor *a
 clmad_status clmad_compare(clmad_context *ctx, clmad_compare_op op, clmad_tensor *a, clmad_tensor *b,
                            clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_compare");
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_compare: ctx is NULL");
     if ((int)op < 0 || op > CLMAD_NE)

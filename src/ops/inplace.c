@@ -3,9 +3,11 @@
  * tensor, refused while the tape keeps it. */
 #include "runtime/primitives.h"
 #include "tape/tape.h"
+#include "runtime/context_guard.h"
 
 clmad_status clmad_tensor_axpby(clmad_tensor *y, double alpha, clmad_tensor *x, double beta)
 {
+    CLMAD_GUARD(y ? y->ctx : NULL, "clmad_tensor_axpby");
     if (!y)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tensor_axpby: y is NULL");
     clmad_context *ctx = y->ctx;

@@ -9,6 +9,7 @@
 #include "ops/ops.h"
 #include "runtime/scope.h"
 #include "tape/tape.h"
+#include "runtime/context_guard.h"
 
 #include <stdio.h>
 
@@ -64,6 +65,7 @@ static void shape_text(char *buf, size_t cap, const clmad_tensor *t)
 
 clmad_status clmad_mse_loss(clmad_context *ctx, clmad_tensor *pred, clmad_tensor *target, clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_mse_loss");
     const char *name = "clmad_mse_loss";
     clmad_status st = check_pair(ctx, name, pred, "pred", target, "target", out);
     if (st != CLMAD_OK)
@@ -117,6 +119,7 @@ static clmad_status one_hot(clmad_context *ctx, clmad_tensor *logits, clmad_tens
 clmad_status clmad_cross_entropy(clmad_context *ctx, clmad_tensor *logits, clmad_tensor *target,
                                  clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_cross_entropy");
     const char *name = "clmad_cross_entropy";
     clmad_status st = check_pair(ctx, name, logits, "logits", target, "target", out);
     if (st != CLMAD_OK)

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* clmad_matmul: C = op(A) op(B) through CLBlast; its adjoint is product.c's. */
 #include "ops/ops.h"
+#include "runtime/context_guard.h"
 
 clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a,
                           int trans_b, clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_matmul");
     clmad_status st = clmad__check_operands(ctx, "clmad_matmul", a, b, out);
     if (st != CLMAD_OK)
         return st;

@@ -4,6 +4,7 @@
 #include "runtime/primitives.h"
 #include "runtime/scope.h"
 #include "tape/tape.h"
+#include "runtime/context_guard.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -48,6 +49,7 @@ static clmad_status check_options(clmad_context *ctx, const clmad_optimizer_opti
 
 void clmad_optimizer_release(clmad_optimizer *o)
 {
+    CLMAD_GUARD_WAIT(o ? o->ctx : NULL);
     if (!o)
         return;
     for (int i = 0; i < o->n; i++) {
@@ -72,6 +74,7 @@ static clmad_status new_state(clmad_context *ctx, const clmad_tensor *p, clmad_t
 clmad_status clmad_optimizer_create(clmad_context *ctx, const clmad_optimizer_options *opt,
                                     clmad_tensor *const *params, int n, clmad_optimizer **out)
 {
+    CLMAD_GUARD(ctx, "clmad_optimizer_create");
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_optimizer_create: ctx is NULL");
     if (!opt || !params || !out || n < 1)
@@ -123,6 +126,7 @@ clmad_status clmad_optimizer_create(clmad_context *ctx, const clmad_optimizer_op
 clmad_status clmad_optimizer_sgd(clmad_context *ctx, clmad_tensor *const *params, int n, double lr,
                                  double momentum, clmad_optimizer **out)
 {
+    CLMAD_GUARD(ctx, "clmad_optimizer_sgd");
     clmad_optimizer_options opt;
     clmad_optimizer_options_init(&opt, CLMAD_OPTIM_SGD);
     opt.lr = lr;
@@ -133,6 +137,7 @@ clmad_status clmad_optimizer_sgd(clmad_context *ctx, clmad_tensor *const *params
 clmad_status clmad_optimizer_adam(clmad_context *ctx, clmad_tensor *const *params, int n, double lr,
                                   clmad_optimizer **out)
 {
+    CLMAD_GUARD(ctx, "clmad_optimizer_adam");
     clmad_optimizer_options opt;
     clmad_optimizer_options_init(&opt, CLMAD_OPTIM_ADAM);
     opt.lr = lr;
@@ -142,6 +147,7 @@ clmad_status clmad_optimizer_adam(clmad_context *ctx, clmad_tensor *const *param
 clmad_status clmad_optimizer_adamw(clmad_context *ctx, clmad_tensor *const *params, int n, double lr,
                                    double weight_decay, clmad_optimizer **out)
 {
+    CLMAD_GUARD(ctx, "clmad_optimizer_adamw");
     clmad_optimizer_options opt;
     clmad_optimizer_options_init(&opt, CLMAD_OPTIM_ADAMW);
     opt.lr = lr;
@@ -209,6 +215,7 @@ static clmad_status step_one(clmad_optimizer *o, int i)
 
 clmad_status clmad_optimizer_step(clmad_optimizer *o)
 {
+    CLMAD_GUARD(o ? o->ctx : NULL, "clmad_optimizer_step");
     if (!o)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_optimizer_step: o is NULL");
     /* Every parameter is checked before any is written: all or nothing. */
@@ -232,6 +239,7 @@ clmad_status clmad_optimizer_step(clmad_optimizer *o)
 
 void clmad_optimizer_zero_grad(clmad_optimizer *o)
 {
+    CLMAD_GUARD_WAIT(o ? o->ctx : NULL);
     if (o)
         for (int i = 0; i < o->n; i++)
             clmad_tensor_zero_grad(o->params[i]);
@@ -239,6 +247,7 @@ void clmad_optimizer_zero_grad(clmad_optimizer *o)
 
 clmad_status clmad_optimizer_set_lr(clmad_optimizer *o, double lr)
 {
+    CLMAD_GUARD(o ? o->ctx : NULL, "clmad_optimizer_set_lr");
     if (!o)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_optimizer_set_lr: o is NULL");
     if (!isfinite(lr) || lr < 0)

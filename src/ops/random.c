@@ -3,6 +3,7 @@
  * tensor is a pure function of its seed, shape and dtype (cl/train.cl). */
 #include "runtime/primitives.h"
 #include "runtime/tensor.h"
+#include "runtime/context_guard.h"
 
 #include <math.h>
 
@@ -54,11 +55,13 @@ static clmad_status rand_tensor(clmad_context *ctx, const char *call, clmad_dtyp
 clmad_status clmad_tensor_rand_uniform(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
                                        double lo, double hi, uint64_t seed, clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_tensor_rand_uniform");
     return rand_tensor(ctx, "clmad_tensor_rand_uniform", dtype, ndim, shape, lo, hi - lo, 0, seed, out);
 }
 
 clmad_status clmad_tensor_rand_normal(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
                                       double mean, double std, uint64_t seed, clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_tensor_rand_normal");
     return rand_tensor(ctx, "clmad_tensor_rand_normal", dtype, ndim, shape, mean, std, 1, seed, out);
 }

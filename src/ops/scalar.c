@@ -4,9 +4,11 @@
  * element, so the gradients are those of clmad_add and clmad_mul. */
 #include "runtime/scope.h"
 #include "runtime/tensor.h"
+#include "runtime/context_guard.h"
 
 clmad_status clmad_tensor_scalar(clmad_context *ctx, clmad_dtype dtype, double value, clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_tensor_scalar");
     return clmad_tensor_fill(ctx, dtype, 0, NULL, value, out);
 }
 
@@ -38,21 +40,25 @@ static clmad_status scalar_op(clmad_context *ctx, const char *call, clmad_tensor
 
 clmad_status clmad_add_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_add_scalar");
     return scalar_op(ctx, "clmad_add_scalar", x, value, clmad_add, out);
 }
 
 clmad_status clmad_mul_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_mul_scalar");
     return scalar_op(ctx, "clmad_mul_scalar", x, value, clmad_mul, out);
 }
 
 clmad_status clmad_pow_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_pow_scalar");
     return scalar_op(ctx, "clmad_pow_scalar", x, value, clmad_pow, out);
 }
 
 clmad_status clmad_tensor_item(clmad_tensor *t, double *value)
 {
+    CLMAD_GUARD(t ? t->ctx : NULL, "clmad_tensor_item");
     if (!t || !value)
         return clmad__fail(t ? t->ctx : NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tensor_item: %s is NULL",
                            t ? "value" : "t");

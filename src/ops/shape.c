@@ -3,6 +3,7 @@
  * Each adjoint is the inverse copy, accumulated straight into the input's
  * adjoint when it already exists. */
 #include "ops/ops.h"
+#include "runtime/context_guard.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -56,6 +57,7 @@ static clmad_status slice_backward(clmad_context *ctx, clmad_node *node)
 clmad_status clmad_slice(clmad_context *ctx, clmad_tensor *x, int axis, size_t start, size_t stop,
                          clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_slice");
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_slice: ctx is NULL");
     if (!x || !out)
@@ -108,6 +110,7 @@ static clmad_status concat_backward(clmad_context *ctx, clmad_node *node)
 clmad_status clmad_concat(clmad_context *ctx, int n, clmad_tensor *const *xs, int axis,
                           clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_concat");
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_concat: ctx is NULL");
     if (n < 1 || !xs || !out)
@@ -170,6 +173,7 @@ static clmad_status reshape_backward(clmad_context *ctx, clmad_node *node)
 clmad_status clmad_reshape(clmad_context *ctx, clmad_tensor *x, int ndim, const size_t *shape,
                            clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_reshape");
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_reshape: ctx is NULL");
     if (!x || !out)
@@ -211,6 +215,7 @@ static clmad_status transpose_backward(clmad_context *ctx, clmad_node *node)
 
 clmad_status clmad_transpose(clmad_context *ctx, clmad_tensor *x, const int *perm, clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_transpose");
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_transpose: ctx is NULL");
     if (!x || !out)

@@ -3,6 +3,7 @@
  * back over the summed axes (times 1/count for the mean). */
 #include "ops/ops.h"
 #include "tape/tape.h"
+#include "runtime/context_guard.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -99,11 +100,13 @@ static clmad_status reduce_op(clmad_context *ctx, const char *name, clmad_tensor
 clmad_status clmad_sum(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
                        clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_sum");
     return reduce_op(ctx, "clmad_sum", x, naxes, axes, keepdims, 0, out);
 }
 
 clmad_status clmad_mean(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
                         clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_mean");
     return reduce_op(ctx, "clmad_mean", x, naxes, axes, keepdims, 1, out);
 }

@@ -2,9 +2,11 @@
 /* clmad_tensor_copy: values into an existing tensor, outside the tape. */
 #include "base/strbuf.h"
 #include "tape/tape.h"
+#include "runtime/context_guard.h"
 
 clmad_status clmad_tensor_copy(clmad_tensor *dst, clmad_tensor *src)
 {
+    CLMAD_GUARD(dst ? dst->ctx : NULL, "clmad_tensor_copy");
     if (!dst || !src)
         return clmad__fail(dst ? dst->ctx : src ? src->ctx : NULL, CLMAD_ERR_INVALID_ARGUMENT,
                            "clmad_tensor_copy: %s is NULL", dst ? "src" : "dst");

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "runtime/context.h"
+#include "runtime/context_guard.h"
 #include "base/strings.h"
 #include "runtime/device.h"
 #include "runtime/scope.h"
 #include "runtime/tuning.h"
+#include "runtime/context_guard.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,6 +161,8 @@ static void context_destroy(clmad_context *ctx)
     free(ctx->cache_dir);
     free(ctx->compiler_env);
     free(ctx->error.text);
+    clmad__guard_forget(ctx); /* destroyed inside a call of this thread (its last release) */
+    clmad__forget_refusal(ctx);
     free(ctx);
 }
 
@@ -198,6 +202,7 @@ void clmad__context_release_end(clmad_context *ctx)
 
 clmad_status clmad_context_device(const clmad_context *ctx, clmad_device_info *info)
 {
+    CLMAD_GUARD(ctx, "clmad_context_device");
     if (!ctx || !info)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_context_device: NULL argument");
     *info = ctx->info;
@@ -206,6 +211,7 @@ clmad_status clmad_context_device(const clmad_context *ctx, clmad_device_info *i
 
 clmad_status clmad_context_stats(const clmad_context *ctx, clmad_stats *stats)
 {
+    CLMAD_GUARD(ctx, "clmad_context_stats");
     if (!ctx || !stats)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_context_stats: NULL argument");
     *stats = ctx->stats;
@@ -214,6 +220,7 @@ clmad_status clmad_context_stats(const clmad_context *ctx, clmad_stats *stats)
 
 clmad_status clmad_finish(clmad_context *ctx)
 {
+    CLMAD_GUARD(ctx, "clmad_finish");
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_finish: ctx is NULL");
     cl_int err = clFinish(ctx->queue);

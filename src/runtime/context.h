@@ -8,6 +8,8 @@
 #include "runtime/kernel_ids.h"
 #include "runtime/program.h"
 
+#include <stdatomic.h>
+
 /* A growable message buffer (the last error of a context or a thread). */
 typedef struct clmad_message {
     char *text;
@@ -70,6 +72,8 @@ struct clmad_context {
     int refcount;
     int released;                   /* clmad_context_release was called */
     int device_retained;            /* the caller's device, retained (clmad_context_create_cl) */
+    _Atomic(void *) busy_owner;     /* the thread inside a public call on ctx, or NULL
+                                       (context_guard.c) */
 };
 
 struct clmad_device_entry;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The context parameters (CLMAD_CONTEXT_PARAMS): bounds, get and set. */
 #include "runtime/context.h"
+#include "runtime/context_guard.h"
 
 #include <inttypes.h>
 
@@ -106,11 +107,13 @@ clmad_status clmad__set_param(clmad_context *ctx, const char *call, clmad_contex
 
 clmad_status clmad_context_set_param(clmad_context *ctx, clmad_context_param param, int64_t value)
 {
+    CLMAD_GUARD(ctx, "clmad_context_set_param");
     return clmad__set_param(ctx, "clmad_context_set_param", param, value);
 }
 
 clmad_status clmad_context_get_param(const clmad_context *ctx, clmad_context_param param, int64_t *value)
 {
+    CLMAD_GUARD(ctx, "clmad_context_get_param");
     if (!ctx || !value)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_context_get_param: %s is NULL",
                            !ctx ? "ctx" : "value");

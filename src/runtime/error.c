@@ -99,9 +99,27 @@ void clmad__clear_error(const clmad_context *ctx)
         m->text[0] = '\0';
 }
 
+/* The context of this thread's last refused call (CLMAD_ERR_CONCURRENT_USE). */
+static _Thread_local const clmad_context *refused_ctx;
+
+clmad_status clmad__refuse_concurrent(const clmad_context *ctx, const char *call)
+{
+    refused_ctx = ctx;
+    return clmad__fail(NULL, CLMAD_ERR_CONCURRENT_USE,
+                       "%s: context used from two threads at once; use one context per thread or "
+                       "your own lock",
+                       call);
+}
+
+void clmad__forget_refusal(const clmad_context *ctx)
+{
+    if (refused_ctx == ctx)
+        refused_ctx = NULL;
+}
+
 const char *clmad_last_error(const clmad_context *ctx)
 {
-    clmad_message *m = clmad__message_slot(ctx);
+    clmad_message *m = clmad__message_slot(ctx && ctx == refused_ctx ? NULL : ctx);
     return m->text ? m->text : "";
 }
 

@@ -25,4 +25,11 @@ const char *clmad__cl_error_name(cl_int err);
 /* Clears the message of ctx (or this thread). */
 void clmad__clear_error(const clmad_context *ctx);
 
+/* CLMAD_ERR_CONCURRENT_USE for `call` on ctx, which another thread is in
+ * (context_guard.h). The message is this thread's: the other thread owns
+ * the context's slot. clmad_last_error(ctx) returns it on this thread
+ * until this thread's next call on ctx enters (clmad__forget_refusal). */
+clmad_status clmad__refuse_concurrent(const clmad_context *ctx, const char *call);
+void clmad__forget_refusal(const clmad_context *ctx);
+
 #endif

@@ -3,6 +3,7 @@
  * as tensors, and the OpenCL objects behind clmad's. */
 #include "runtime/device.h"
 #include "runtime/tensor.h"
+#include "runtime/context_guard.h"
 
 #include <clmad_cl.h>
 
@@ -189,6 +190,7 @@ static clmad_status check_buffer(clmad_context *ctx, cl_mem mem, size_t offset, 
 clmad_status clmad_tensor_wrap_cl(clmad_context *ctx, cl_mem mem, size_t offset, clmad_dtype dtype,
                                   int ndim, const size_t *shape, clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_tensor_wrap_cl");
     static const char call[] = "clmad_tensor_wrap_cl";
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", call);

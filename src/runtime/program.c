@@ -164,6 +164,7 @@ clmad_status clmad__program_get(clmad_context *ctx, const char *source, const ch
     for (clmad_program_entry *e = ctx->programs.head; e; e = e->next) {
         if (e->key == key && strcmp(e->options, options) == 0 && strcmp(e->source, source) == 0) {
             ctx->stats.program_memory_hits++;
+            e->users++;
             *program = e->program;
             return CLMAD_OK;
         }
@@ -219,10 +220,35 @@ clmad_status clmad__program_get(clmad_context *ctx, const char *source, const ch
     free(key_text);
     entry->key = key;
     entry->program = built;
+    entry->users = 1;
     entry->next = ctx->programs.head;
     ctx->programs.head = entry;
+    ctx->stats.programs_live++;
     *program = built;
     return CLMAD_OK;
+}
+
+static void entry_free(clmad_program_entry *e)
+{
+    clReleaseProgram(e->program);
+    free(e->source);
+    free(e->options);
+    free(e);
+}
+
+void clmad__program_release(clmad_context *ctx, cl_program program)
+{
+    for (clmad_program_entry **link = &ctx->programs.head; *link; link = &(*link)->next) {
+        clmad_program_entry *e = *link;
+        if (e->program != program)
+            continue;
+        if (--e->users == 0) {
+            *link = e->next;
+            entry_free(e);
+            ctx->stats.programs_live--;
+        }
+        return;
+    }
 }
 
 void clmad__program_cache_clear(clmad_program_cache *cache)
@@ -230,10 +256,7 @@ void clmad__program_cache_clear(clmad_program_cache *cache)
     clmad_program_entry *e = cache->head;
     while (e) {
         clmad_program_entry *next = e->next;
-        clReleaseProgram(e->program);
-        free(e->source);
-        free(e->options);
-        free(e);
+        entry_free(e);
         e = next;
     }
     cache->head = NULL;

@@ -13,6 +13,7 @@ typedef struct clmad_program_entry {
     char *source;
     char *options;
     cl_program program;
+    uint64_t users;                 /* clmad__program_get calls not yet released */
     struct clmad_program_entry *next;
 } clmad_program_entry;
 
@@ -23,13 +24,19 @@ typedef struct clmad_program_cache {
 /*
  * Returns a built program for (device of ctx, source, options): from the
  * in-memory cache, else from the on-disk cache, else compiled from source
- * (and then stored on disk). The cache owns *program; it lives as long as
- * ctx. On a compile failure returns CLMAD_ERR_BUILD with the compiler's log
+ * (and then stored on disk). The cache owns *program. Each call is a use
+ * of it, which clmad__program_release ends; a program whose uses all ended
+ * leaves the cache (a user kernel's programs go with the kernel), one never
+ * released (the library's own kernels) lives as long as ctx. On a compile failure returns CLMAD_ERR_BUILD with the compiler's log
  * in the message and, when build_log is not NULL, a malloc'ed copy of the
  * log in *build_log (the caller frees it).
  */
 clmad_status clmad__program_get(clmad_context *ctx, const char *source, const char *options,
                                 cl_program *program, char **build_log);
+
+/* Ends a use of program (from clmad__program_get on ctx): the last one
+ * releases it and drops it from the cache. */
+void clmad__program_release(clmad_context *ctx, cl_program program);
 
 /* Releases every cached program. */
 void clmad__program_cache_clear(clmad_program_cache *cache);

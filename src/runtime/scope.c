@@ -3,11 +3,13 @@
  * made since the innermost mark and still alive, so that a training step
  * needs no release of its intermediates (the list: scope_list.c). */
 #include "runtime/scope.h"
+#include "runtime/context_guard.h"
 
 #include <stdlib.h>
 
 clmad_status clmad_scope_begin(clmad_context *ctx)
 {
+    CLMAD_GUARD(ctx, "clmad_scope_begin");
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_scope_begin: ctx is NULL");
     clmad_status st = clmad__check_open(ctx, "clmad_scope_begin");
@@ -27,6 +29,7 @@ clmad_status clmad_scope_begin(clmad_context *ctx)
 
 clmad_status clmad_scope_end(clmad_context *ctx)
 {
+    CLMAD_GUARD(ctx, "clmad_scope_end");
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_scope_end: ctx is NULL");
     if (ctx->scope.depth == 0)
@@ -49,6 +52,7 @@ clmad_status clmad_scope_end(clmad_context *ctx)
 
 clmad_status clmad_scope_keep(clmad_tensor *t)
 {
+    CLMAD_GUARD(t ? t->ctx : NULL, "clmad_scope_keep");
     if (!t)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_scope_keep: t is NULL");
     clmad__scope_forget(t);
@@ -57,5 +61,6 @@ clmad_status clmad_scope_keep(clmad_tensor *t)
 
 int clmad_scope_depth(const clmad_context *ctx)
 {
+    CLMAD_GUARD_WAIT(ctx);
     return ctx ? (int)ctx->scope.depth : 0;
 }

@@ -5,6 +5,7 @@
  * leaves commands on a mapped region undefined, so every gather or scatter
  * unmaps first and maps again after its copies. */
 #include "runtime/tensor.h"
+#include "runtime/context_guard.h"
 
 #include <stdlib.h>
 
@@ -68,6 +69,7 @@ static clmad_status staging_make(clmad_context *ctx, size_t bytes, int owned, cl
 
 clmad_status clmad_staging_create(clmad_context *ctx, size_t bytes, clmad_staging **out)
 {
+    CLMAD_GUARD(ctx, "clmad_staging_create");
     if (!ctx || !out)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_staging_create: ctx and s must not be NULL");
     clmad_status st = clmad__check_open(ctx, "clmad_staging_create");
@@ -84,6 +86,7 @@ static void staging_free(clmad_staging *s)
 
 clmad_status clmad_context_staging(clmad_context *ctx, size_t bytes, clmad_staging **out)
 {
+    CLMAD_GUARD(ctx, "clmad_context_staging");
     if (!ctx || !out)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_context_staging: ctx and s must not be NULL");
     clmad_status st = clmad__check_open(ctx, "clmad_context_staging");
@@ -152,6 +155,7 @@ static clmad_status copy(clmad_staging *s, clmad_tensor *const *ts, int n, int t
 
 clmad_status clmad_staging_gather(clmad_staging *s, clmad_tensor *const *ts, int n, void **host)
 {
+    CLMAD_GUARD(s ? s->ctx : NULL, "clmad_staging_gather");
     if (!s || !host)
         return clmad__fail(s ? s->ctx : NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_staging_gather: NULL argument");
     clmad_status st = check(s, ts, n, "clmad_staging_gather");
@@ -167,6 +171,7 @@ clmad_status clmad_staging_gather(clmad_staging *s, clmad_tensor *const *ts, int
 
 clmad_status clmad_staging_map(clmad_staging *s, void **host)
 {
+    CLMAD_GUARD(s ? s->ctx : NULL, "clmad_staging_map");
     if (!s || !host)
         return clmad__fail(s ? s->ctx : NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_staging_map: NULL argument");
     clmad_status st = map(s);
@@ -176,6 +181,7 @@ clmad_status clmad_staging_map(clmad_staging *s, void **host)
 
 clmad_status clmad_staging_scatter(clmad_staging *s, clmad_tensor *const *ts, int n)
 {
+    CLMAD_GUARD(s ? s->ctx : NULL, "clmad_staging_scatter");
     if (!s)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_staging_scatter: s is NULL");
     clmad_status st = check(s, ts, n, "clmad_staging_scatter");
@@ -188,6 +194,7 @@ clmad_status clmad_staging_scatter(clmad_staging *s, clmad_tensor *const *ts, in
 
 void clmad_staging_release(clmad_staging *s)
 {
+    CLMAD_GUARD_WAIT(s ? s->ctx : NULL);
     if (!s || s->owned)
         return;
     clmad_context *ctx = s->ctx;

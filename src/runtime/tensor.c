@@ -3,6 +3,7 @@
 #include "runtime/tensor.h"
 #include "runtime/scope.h"
 #include "base/strbuf.h"
+#include "runtime/context_guard.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -120,6 +121,7 @@ static clmad_status tensor_alloc(clmad_context *ctx, clmad_dtype dtype, int ndim
 clmad_status clmad_tensor_create(clmad_context *ctx, clmad_dtype dtype, int ndim,
                                  const size_t *shape, const void *host, clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_tensor_create");
     clmad_tensor *t = NULL;
     clmad_status st = tensor_alloc(ctx, dtype, ndim, shape, &t, out);
     if (st != CLMAD_OK)
@@ -138,6 +140,7 @@ clmad_status clmad_tensor_create(clmad_context *ctx, clmad_dtype dtype, int ndim
 clmad_status clmad_tensor_fill(clmad_context *ctx, clmad_dtype dtype, int ndim,
                                const size_t *shape, double value, clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_tensor_fill");
     clmad_tensor *t = NULL;
     clmad_status st = tensor_alloc(ctx, dtype, ndim, shape, &t, out);
     if (st != CLMAD_OK)
@@ -154,11 +157,13 @@ clmad_status clmad_tensor_fill(clmad_context *ctx, clmad_dtype dtype, int ndim,
 clmad_status clmad_tensor_zeros(clmad_context *ctx, clmad_dtype dtype, int ndim,
                                 const size_t *shape, clmad_tensor **out)
 {
+    CLMAD_GUARD(ctx, "clmad_tensor_zeros");
     return clmad_tensor_fill(ctx, dtype, ndim, shape, 0.0, out);
 }
 
 clmad_status clmad_tensor_read(clmad_tensor *t, void *host, size_t capacity_bytes)
 {
+    CLMAD_GUARD(t ? t->ctx : NULL, "clmad_tensor_read");
     if (!t)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tensor_read: tensor is NULL");
     size_t bytes = clmad__tensor_bytes(t);
@@ -176,6 +181,7 @@ clmad_status clmad_tensor_read(clmad_tensor *t, void *host, size_t capacity_byte
 
 clmad_status clmad_tensor_write(clmad_tensor *t, const void *host, size_t size_bytes)
 {
+    CLMAD_GUARD(t ? t->ctx : NULL, "clmad_tensor_write");
     if (!t)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tensor_write: tensor is NULL");
     size_t bytes = clmad__tensor_bytes(t);
@@ -193,6 +199,7 @@ clmad_status clmad_tensor_write(clmad_tensor *t, const void *host, size_t size_b
 
 clmad_tensor *clmad_tensor_retain(clmad_tensor *t)
 {
+    CLMAD_GUARD_WAIT(t ? t->ctx : NULL);
     if (t)
         t->refcount++;
     return t;
@@ -200,6 +207,7 @@ clmad_tensor *clmad_tensor_retain(clmad_tensor *t)
 
 void clmad_tensor_release(clmad_tensor *t)
 {
+    CLMAD_GUARD_WAIT(t ? t->ctx : NULL);
     if (!t || --t->refcount > 0)
         return;
     clmad_context *ctx = t->ctx;

@@ -5,6 +5,7 @@
 #include "runtime/tuning.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "runtime/context_guard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -154,6 +155,7 @@ void clmad__tuning_resolve(clmad_context *ctx)
 
 clmad_status clmad_context_tuning(const clmad_context *ctx, clmad_tuning *tuning)
 {
+    CLMAD_GUARD(ctx, "clmad_context_tuning");
     if (!ctx || !tuning)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_context_tuning: %s is NULL",
                            ctx ? "tuning" : "ctx");
@@ -163,6 +165,7 @@ clmad_status clmad_context_tuning(const clmad_context *ctx, clmad_tuning *tuning
 
 clmad_status clmad_tuning_save(clmad_context *ctx, const clmad_tuning *tuning)
 {
+    CLMAD_GUARD(ctx, "clmad_tuning_save");
     if (!ctx || !tuning)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tuning_save: %s is NULL",
                            ctx ? "tuning" : "ctx");

@@ -2,6 +2,7 @@
 /* clmad_backward: seeds the loss's adjoint and runs the nodes in reverse. */
 #include "runtime/scope.h"
 #include "tape/state.h"
+#include "runtime/context_guard.h"
 
 static clmad_status copy_tensor(clmad_context *ctx, clmad_tensor *src, clmad_tensor **out)
 {
@@ -90,6 +91,7 @@ static clmad_status backward_pass(clmad_context *ctx, clmad_tensor *loss, clmad_
 
 clmad_status clmad_backward(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *seed)
 {
+    CLMAD_GUARD(ctx, "clmad_backward");
     /* The gradients and adjoints backward makes are clmad's own, not the
      * caller's: no scope may release them. */
     if (ctx)

@@ -213,6 +213,35 @@ int main(int argc, char **argv)
     expect_invalid("broadcast dtype differs", st, "dtype|f64", -1, NULL);
     check_in_step("broadcast dtype differs");
 
+    /* Ranks in different calls: before the call's identity was in the
+     * agreement, rank 0's broadcast passed it and returned OK while the
+     * others waited in the allreduce for ever (the watchdog ends a hang).
+     * AVERAGE (0) and no flags: every other word of the two headers agrees. */
+    start_case("different calls: broadcast on rank 0, allreduce on the others");
+    mt_set_grads(ctx, t, c, NT);
+    st = mt_rank == 0 ? clmad_mpi_broadcast(ctx, MPI_COMM_WORLD, ab, 2, 0)
+                      : clmad_mpi_allreduce_grads(ctx, MPI_COMM_WORLD, ab, 2, CLMAD_MPI_AVERAGE, 0);
+    expect_invalid("different calls", st, "different collective calls", -1, NULL);
+    MT_CHECK(mt_contains(clmad_last_error(ctx), "rank 0 in clmad_mpi_broadcast") &&
+                 mt_contains(clmad_last_error(ctx), "in clmad_mpi_allreduce_grads"),
+             "different calls: the message does not name both calls: %s", clmad_last_error(ctx));
+    check_in_step("different calls");
+
+    start_case("different calls: context creation on the last rank, broadcast on the others");
+    clmad_context *other = NULL;
+    st = LAST ? clmad_mpi_context_create(MPI_COMM_WORLD, NULL, &other)
+              : clmad_mpi_broadcast(ctx, MPI_COMM_WORLD, ab, 2, 0);
+    {
+        const char *msg = LAST ? clmad_last_error(NULL) : clmad_last_error(ctx);
+        printf("  context creation against broadcast: rank %d: %s: %s\n", mt_rank, clmad_status_string(st), msg);
+        MT_CHECK(st == CLMAD_ERR_INVALID_ARGUMENT, "context creation against broadcast: %s",
+                 clmad_status_string(st));
+        MT_CHECK(mt_contains(msg, "in clmad_mpi_context_create") && mt_contains(msg, "in clmad_mpi_broadcast"),
+                 "context creation against broadcast: the message does not name both calls: %s", msg);
+        clmad_context_release(other);
+    }
+    check_in_step("context creation against broadcast");
+
     /* Nothing was overwritten by the failed broadcasts: A still holds this
      * rank's own values (1, 2, ...), which were never broadcast. */
     double v[6];

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The context's busy mark: a context is used by one thread at a time, and
+ * a public call that finds another thread inside the same context fails
+ * with CLMAD_ERR_CONCURRENT_USE instead of corrupting it (wrong sums, double
+ * frees in the driver were seen without it). Every public entry point that
+ * takes a context or one of its objects starts with CLMAD_GUARD; the calls
+ * that cannot report an error (releases, clmad_tape_clear, ...) start with
+ * CLMAD_GUARD_WAIT and wait for the other thread's call to end instead.
+ * Calls the library makes to its own public functions on the thread that
+ * holds the mark pass through (re-entrant). */
+#ifndef CLMAD_CONTEXT_GUARD_H
+#define CLMAD_CONTEXT_GUARD_H
+
+#include "clmad.h"
+
+/* One guarded call on this thread: on the thread's stack, linked to the
+ * calls it runs inside, so that a context destroyed during the call (its
+ * last object released) is forgotten before the call leaves it. */
+typedef struct clmad_guard {
+    clmad_context *ctx;        /* the context marked by this call, NULL: nothing to leave */
+    struct clmad_guard *outer; /* the guarded call this one runs inside, on this thread */
+    int linked;                /* this call is in the thread's chain (it marked ctx) */
+} clmad_guard;
+
+/* Marks ctx busy for this thread (NULL: nothing to mark). CLMAD_OK, or,
+ * when another thread holds it and wait is 0, CLMAD_ERR_CONCURRENT_USE with
+ * the message naming `call` (read through clmad_last_error(ctx) on this
+ * thread). With wait 1, waits for the other thread's call to end. */
+clmad_status clmad__guard_enter(clmad_guard *g, const clmad_context *ctx, const char *call, int wait);
+
+/* Ends the call of g: the outermost call on the thread clears the mark. */
+void clmad__guard_leave(clmad_guard *g);
+
+/* ctx is being destroyed inside a call of this thread: its guards forget it. */
+void clmad__guard_forget(const clmad_context *ctx);
+
+#if defined(__GNUC__)
+#define CLMAD_GUARD_CLEANUP __attribute__((cleanup(clmad__guard_leave)))
+#else
+#define CLMAD_GUARD_CLEANUP
+#endif
+
+/* First statement of a public call on ctx (may be NULL): returns
+ * CLMAD_ERR_CONCURRENT_USE when another thread is inside ctx; leaves the
+ * mark on every return (cleanup attribute; compilers without it get no
+ * detection: the guard is then a no-op). */
+#if defined(__GNUC__)
+#define CLMAD_GUARD(ctx, call)                                                   \
+    clmad_guard clmad_guard_ CLMAD_GUARD_CLEANUP;                                \
+    if (clmad__guard_enter(&clmad_guard_, (ctx), (call), 0) != CLMAD_OK)        \
+    return CLMAD_ERR_CONCURRENT_USE
+#define CLMAD_GUARD_WAIT(ctx)                                                    \
+    clmad_guard clmad_guard_ CLMAD_GUARD_CLEANUP;                                \
+    clmad__guard_enter(&clmad_guard_, (ctx), NULL, 1)
+#else
+#define CLMAD_GUARD(ctx, call) (void)0
+#define CLMAD_GUARD_WAIT(ctx) (void)0
+#endif
+
+#endif

@@ -558,6 +558,22 @@ CLMAD_API clmad_dtype clmad_tensor_dtype(const clmad_tensor *t);
  * One output:      T   fn(T x0, T x1, ...);
  * Several outputs: void fn(T x0, T x1, ..., T *y0, T *y1, ...);
  * The source may hold helper functions over T.
+ *
+ * Limits of the front end: its time and memory grow linearly with the
+ * source (a 20,000-term expression lowers in well under a second).
+ * It refuses, with CLMAD_ERR_BUILD and "source:LINE:COLUMN: error: ...",
+ *   - a source larger than 16 MiB;
+ *   - nesting deeper than 200 levels, counting parentheses, unary
+ *     operators, calls, blocks and statements, a ? b : c ? ... and
+ *     a = b = ... chains (which bounds the front end's use of the C
+ *     stack: 256 KiB sufficed in a release build);
+ *   - one expression whose lowered text grows past 64 MiB (a compound
+ *     assignment repeats its left side: x += y becomes x = ad_add(x, y)).
+ * The OpenCL compiler has limits of its own: clang-based ones accept 256
+ * levels of brackets, and each operator on T becomes a call around its
+ * operands, so one expression of more than about 250 operators on T in a
+ * chain (a + b + c + ...) fails to compile; split it into statements
+ * (T s = a + b; s += c; ...).
  */
 typedef struct clmad_kernel clmad_kernel;
 

@@ -119,3 +119,25 @@ int test_contains(const char *haystack, const char *needle)
 {
     return haystack && needle && strstr(haystack, needle) != NULL;
 }
+
+void test_run2(clmad_context *ctx, clmad_kernel *k, const double *xs, const double *ys, size_t n, double *v,
+               double *dx, double *dy)
+{
+    size_t shape[1] = {n};
+    clmad_tensor *in[2], *y = NULL, *loss = NULL, *gx = NULL, *gy = NULL;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, shape, xs, &in[0]));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, shape, ys, &in[1]));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(in[0], 1));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(in[1], 1));
+    CHECK_OK(ctx, clmad_broadcast(ctx, k, in, &y));
+    CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &loss));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    CHECK_OK(ctx, clmad_tensor_grad(in[0], &gx));
+    CHECK_OK(ctx, clmad_tensor_grad(in[1], &gy));
+    CHECK_OK(ctx, clmad_tensor_read(y, v, n * sizeof *v));
+    CHECK_OK(ctx, clmad_tensor_read(gx, dx, n * sizeof *dx));
+    CHECK_OK(ctx, clmad_tensor_read(gy, dy, n * sizeof *dy));
+    clmad_tensor *all[] = {in[0], in[1], y, loss, gx, gy};
+    for (size_t j = 0; j < sizeof all / sizeof *all; j++)
+        clmad_tensor_release(all[j]);
+}

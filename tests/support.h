@@ -47,4 +47,10 @@ const char *test_fresh_dir(const char *tag);
 /* 1 if haystack contains needle. */
 int test_contains(const char *haystack, const char *needle);
 
+/* Runs k (two T inputs, one output) on the f64 vectors xs and ys of n
+ * elements: its values into v, and the gradients of their sum in xs and
+ * ys into dx and dy. */
+void test_run2(clmad_context *ctx, clmad_kernel *k, const double *xs, const double *ys, size_t n, double *v,
+               double *dx, double *dy);
+
 #endif

@@ -34,25 +34,46 @@ static int precedence(const lower_parser *p, int i)
 
 #define MAX_ARGS LOWER_MAX_PARAMS
 
-static int parse_args(lower_parser *p, lower_value *args)
+/* Lists of values (arguments, operands of the comma operator) live in the
+ * parser's memory, grown by doubling, not in arrays on the C stack: the
+ * frames of the recursive descent, times the depth limit, are its stack. */
+static lower_value *push(lower_parser *p, lower_value *list, int n, lower_value v)
 {
+    if (n == 0 || (n >= 4 && !(n & (n - 1)))) {
+        lower_value *grown = clmad__lower_alloc(p, (size_t)(n < 4 ? 4 : 2 * n) * sizeof *list);
+        if (n)
+            memcpy(grown, list, (size_t)n * sizeof *list);
+        list = grown;
+    }
+    list[n] = v;
+    return list;
+}
+
+/* The arguments after '(', after `head` (if any) in the list. */
+static lower_value *parse_args(lower_parser *p, const lower_value *head, int *count)
+{
+    lower_value *args = NULL;
     int n = 0;
-    if (clmad__lower_accept(p, ")"))
-        return 0;
-    do {
-        if (n == MAX_ARGS)
-            clmad__lower_fail(p, LOWER_PARSE_FAILED, p->pos, "too many arguments");
-        args[n++] = clmad__lower_assignment(p);
-    } while (clmad__lower_accept(p, ","));
-    clmad__lower_expect(p, ")");
-    return n;
+    if (head)
+        args = push(p, args, n++, *head);
+    if (!clmad__lower_accept(p, ")")) {
+        do {
+            if (n == MAX_ARGS + (head != NULL))
+                clmad__lower_fail(p, LOWER_PARSE_FAILED, p->pos, "too many arguments");
+            args = push(p, args, n, clmad__lower_assignment(p));
+            n++;
+        } while (clmad__lower_accept(p, ","));
+        clmad__lower_expect(p, ")");
+    }
+    *count = n;
+    return args;
 }
 
 /* A call by name: a function of the source, an ad_ function, a math name. */
 static lower_value call(lower_parser *p, int name)
 {
-    lower_value a[MAX_ARGS];
-    int n = parse_args(p, a);
+    int n;
+    lower_value *a = parse_args(p, NULL, &n);
     int last = p->pos - 1;
     const lower_token *t = clmad__lower_tok(p, name);
     const char *s = p->lx.src + t->start;
@@ -137,10 +158,9 @@ static lower_value postfix(lower_parser *p)
             if (v.first == v.last && !v.text && clmad__lower_tok(p, v.first)->kind == LTK_IDENT) {
                 v = call(p, v.first);
             } else {
-                lower_value a[MAX_ARGS + 1];
-                a[0] = v;
-                int n = parse_args(p, a + 1);
-                v = clmad__lower_composed(p, v.first, p->pos - 1, lower_type_of(LT_OTHER, 0), a, n + 1);
+                int n;
+                lower_value *a = parse_args(p, &v, &n);
+                v = clmad__lower_composed(p, v.first, p->pos - 1, lower_type_of(LT_OTHER, 0), a, n);
             }
         } else if (clmad__lower_accept(p, "[")) {
             lower_value kids[2] = {v, clmad__lower_expression(p)};
@@ -208,9 +228,9 @@ static lower_value unary_body(lower_parser *p)
     const char *op = OPS[k];
     if (lower_is_T(&v)) {
         if (!strcmp(op, "-"))
-            return clmad__lower_call_of(p, at, v.last, v.type, "ad_neg(%s)", clmad__lower_piece(p, &v), NULL, NULL);
+            return clmad__lower_call_of(p, at, v.last, v.type, "ad_neg(%t)", clmad__lower_piece(p, &v));
         if (!strcmp(op, "+"))
-            return lower_rewritten(at, v.last, v.type, v.call || !v.text, (char *)clmad__lower_piece(p, &v));
+            return lower_rewritten(at, v.last, v.type, v.call || !v.text, clmad__lower_piece(p, &v));
         if (!strcmp(op, "!"))
             v = clmad__lower_condition(p, v);
         else if (strcmp(op, "&"))
@@ -252,7 +272,9 @@ static lower_value conditional(lower_parser *p)
         return c;
     lower_value kids[3] = {clmad__lower_condition(p, c), clmad__lower_expression(p), {0}};
     clmad__lower_expect(p, ":");
+    clmad__lower_enter(p); /* a ? b : c ? d : ... nests to the right */
     kids[2] = conditional(p);
+    clmad__lower_leave(p);
     lower_type t = clmad__lower_join(&kids[1], &kids[2]);
     if (lower_is_T(&kids[1]) || lower_is_T(&kids[2])) {
         kids[1] = clmad__lower_to_T(p, kids[1]);
@@ -275,7 +297,9 @@ lower_value clmad__lower_assignment(lower_parser *p)
     if (k == sizeof OPS / sizeof *OPS)
         return lhs;
     p->pos++;
+    clmad__lower_enter(p); /* a = b = ... nests to the right */
     lower_value rhs = clmad__lower_assignment(p);
+    clmad__lower_leave(p);
     if (k == 0) {
         lower_value kids[2] = {lhs, clmad__lower_to(p, rhs, lhs.type, "the value assigned")};
         return clmad__lower_composed(p, lhs.first, rhs.last, lhs.type, kids, 2);
@@ -286,7 +310,7 @@ lower_value clmad__lower_assignment(lower_parser *p)
                           "it T, or write ad_val(...) if that is meant");
     if (lower_is_T(&lhs) && k <= 4) {
         lower_value r = clmad__lower_arithmetic(p, OPS[k][0], &lhs, &rhs);
-        char *text = clmad__lower_printf(p, "%s = %s", clmad__lower_piece(p, &lhs), r.text);
+        lower_text *text = clmad__lower_textf(p, lhs.first, "%t = %t", clmad__lower_piece(p, &lhs), r.text);
         return lower_rewritten(lhs.first, rhs.last, lhs.type, 0, text);
     }
     if (lower_is_T(&lhs) || lower_is_T(&rhs))
@@ -299,15 +323,16 @@ lower_value clmad__lower_assignment(lower_parser *p)
 
 lower_value clmad__lower_expression(lower_parser *p)
 {
-    lower_value kids[MAX_ARGS];
+    lower_value first = clmad__lower_assignment(p), *kids = NULL;
+    if (!clmad__lower_is(p, p->pos, ","))
+        return first;
     int n = 0;
-    do {
+    kids = push(p, kids, n++, first);
+    while (clmad__lower_accept(p, ",")) {
         lower_value v = clmad__lower_assignment(p);
         if (n == MAX_ARGS)
             clmad__lower_fail(p, LOWER_PARSE_FAILED, v.first, "too long a comma expression");
-        kids[n++] = v;
-    } while (clmad__lower_accept(p, ","));
-    if (n == 1)
-        return kids[0];
+        kids = push(p, kids, n++, v);
+    }
     return clmad__lower_composed(p, kids[0].first, kids[n - 1].last, kids[n - 1].type, kids, n);
 }

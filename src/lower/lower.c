@@ -64,6 +64,12 @@ clmad_status clmad__lower(const char *src, char **out, char *msg, size_t msg_cap
     *out = NULL;
     *note = NULL;
     msg[0] = 0;
+    size_t size = strlen(src);
+    if (size > LOWER_MAX_SOURCE) {
+        snprintf(msg, msg_cap, "source: error: the source is %zu bytes, more than the %d MiB the plain-syntax "
+                 "front end reads", size, LOWER_MAX_SOURCE >> 20);
+        return CLMAD_ERR_BUILD;
+    }
     lower_parser *p = calloc(1, sizeof *p);
     if (!p || clmad__lower_lex(src, &p->lx)) {
         free(p);
@@ -78,7 +84,7 @@ clmad_status clmad__lower(const char *src, char **out, char *msg, size_t msg_cap
             snprintf(msg, msg_cap, "out of host memory lowering a kernel");
             st = CLMAD_ERR_OUT_OF_MEMORY;
         }
-    } else if (p->failure == LOWER_TYPE_ERROR) {
+    } else if (p->failure == LOWER_TYPE_ERROR || p->failure == LOWER_LIMIT) {
         describe(p, "error", msg, msg_cap);
         st = CLMAD_ERR_BUILD;
     } else if (p->failure == LOWER_PARSE_FAILED) {

@@ -6,6 +6,7 @@
  * lower/lex.c         tokens and the preprocessor's object-like macros
  * lower/rules.c       the table of math names and ad_ signatures
  * lower/parser.c      the parser's bookkeeping: memory, failures, names
+ * lower/text.c        the texts of rewritten expressions (ropes)
  * lower/declarator.c  type names: specifiers, declarators, parameters
  * lower/value.c       values: conversions, operators and math rules on T
  * lower/expr.c        expressions: the recursive descent
@@ -19,6 +20,7 @@
 #include "clmad.h"
 
 #include <setjmp.h>
+#include <stdarg.h>
 #include <stddef.h>
 
 /* ---- tokens ------------------------------------------------------------ */
@@ -114,11 +116,15 @@ typedef struct {
     int n_params;
 } lower_function;
 
+/* The text of a rewritten expression (lower/text.c): a rope whose nodes
+ * share their parts, so that building one costs O(1) in what it holds. */
+typedef struct lower_text lower_text;
+
 /* A value of an expression: its type, its tokens, and its text when it was
  * rewritten (NULL: the tokens' source, verbatim). `call` marks a text that
  * is one call, which needs no parentheses. */
 typedef struct {
-    char *text;
+    const lower_text *text;
     lower_type type;
     int first, last;
     int call;
@@ -129,7 +135,15 @@ typedef struct {
     char *text;
 } lower_replacement;
 
-enum { LOWER_PARSE_FAILED = 1, LOWER_TYPE_ERROR, LOWER_NO_MEMORY };
+/* PARSE_FAILED: outside the front end's subset, compiled as written;
+ * TYPE_ERROR and LIMIT: refused with the user's line. */
+enum { LOWER_PARSE_FAILED = 1, LOWER_TYPE_ERROR, LOWER_LIMIT, LOWER_NO_MEMORY };
+
+/* The front end's limits (include/clmad.h, clmad_kernel_create): past them
+ * a source is refused with a clear error rather than lowered slowly or
+ * with the C stack at risk. */
+#define LOWER_MAX_SOURCE (16 << 20) /* bytes of a source */
+#define LOWER_MAX_TEXT (64 << 20)   /* bytes of one lowered expression */
 
 typedef struct lower_block lower_block;
 
@@ -166,13 +180,22 @@ int clmad__lower_accept(lower_parser *p, const char *punct_or_word);
 void clmad__lower_expect(lower_parser *p, const char *punct);
 
 /* Around each recursive step: a source nested deeper than LOWER_MAX_DEPTH
- * is left to the compiler rather than the front end's stack. */
+ * (parentheses, unary operators, blocks) is refused, which bounds the
+ * front end's use of the C stack. */
 #define LOWER_MAX_DEPTH 200
 void clmad__lower_enter(lower_parser *p);
 #define clmad__lower_leave(p) ((p)->depth--)
 
-/* The text of a value (rewritten, or its source span). */
-const char *clmad__lower_piece(lower_parser *p, const lower_value *v);
+/* Texts (lower/text.c). The text of a value (rewritten, or its source
+ * span); tokens first..last with the kids' spans (in order, inside)
+ * replaced by their texts, NULL when no kid was rewritten; a text from fmt,
+ * where %s takes a C string and %t a text (tok: where a failure points);
+ * the bytes of a text (in the parser's memory). */
+const lower_text *clmad__lower_piece(lower_parser *p, const lower_value *v);
+const lower_text *clmad__lower_splice(lower_parser *p, int first, int last, const lower_value *kids, int n);
+lower_text *clmad__lower_textf(lower_parser *p, int tok, const char *fmt, ...);
+lower_text *clmad__lower_vtextf(lower_parser *p, int tok, const char *fmt, va_list ap);
+char *clmad__lower_render(lower_parser *p, const lower_text *t);
 
 /* Names in scope. */
 void clmad__lower_declare(lower_parser *p, int name_tok, lower_type type);
@@ -207,7 +230,7 @@ lower_value clmad__lower_assignment(lower_parser *p);  /* one argument or initia
  * (errors on T), or a condition (ad_val of T). */
 lower_value clmad__lower_to(lower_parser *p, lower_value v, lower_type to, const char *what);
 lower_value clmad__lower_condition(lower_parser *p, lower_value v);
-/* (lower/parser.c) A full expression: its rewrite, if any, is recorded as
+/* (lower/text.c) A full expression: its rewrite, if any, is recorded as
  * a replacement. */
 void clmad__lower_commit(lower_parser *p, const lower_value *v);
 

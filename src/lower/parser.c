@@ -29,7 +29,9 @@ void clmad__lower_fail(lower_parser *p, int failure, int tok, const char *fmt, .
 void clmad__lower_enter(lower_parser *p)
 {
     if (++p->depth > LOWER_MAX_DEPTH)
-        clmad__lower_fail(p, LOWER_PARSE_FAILED, p->pos, "nested more than %d levels deep", LOWER_MAX_DEPTH);
+        clmad__lower_fail(p, LOWER_LIMIT, p->pos,
+                          "nested more than %d levels deep (parentheses, operators, blocks), the front end's "
+                          "limit", LOWER_MAX_DEPTH);
 }
 
 void *clmad__lower_alloc(lower_parser *p, size_t size)
@@ -87,15 +89,6 @@ void clmad__lower_expect(lower_parser *p, const char *s)
 {
     if (!clmad__lower_accept(p, s))
         clmad__lower_fail(p, LOWER_PARSE_FAILED, p->pos, "expected '%s'", s);
-}
-
-const char *clmad__lower_piece(lower_parser *p, const lower_value *v)
-{
-    if (v->text)
-        return v->text;
-    size_t start = clmad__lower_tok(p, v->first)->start;
-    const lower_token *last = clmad__lower_tok(p, v->last);
-    return clmad__lower_printf(p, "%.*s", (int)(last->start + last->len - start), p->lx.src + start);
 }
 
 static int same_name(const lower_parser *p, size_t name, size_t len, const lower_token *t)
@@ -174,18 +167,6 @@ const lower_function *clmad__lower_function(const lower_parser *p, int name_tok)
         if (same_name(p, p->fns[k].name, p->fns[k].name_len, t))
             return &p->fns[k];
     return NULL;
-}
-
-void clmad__lower_commit(lower_parser *p, const lower_value *v)
-{
-    if (!v->text)
-        return;
-    p->repl = clmad__lower_grow(p, p->repl, &p->cap_repl, p->n_repl + 1, sizeof *p->repl);
-    lower_replacement *r = &p->repl[p->n_repl++];
-    r->start = clmad__lower_tok(p, v->first)->start;
-    const lower_token *last = clmad__lower_tok(p, v->last);
-    r->end = last->start + last->len;
-    r->text = v->text;
 }
 
 void clmad__lower_parser_free(lower_parser *p)

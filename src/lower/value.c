@@ -4,54 +4,25 @@
  * the rewrite of operators, math names and casts applied to T (the rules
  * are listed in lower/expr.c). */
 #include "lower/value.h"
-#include "base/strbuf.h"
 
+#include <stdarg.h>
 #include <string.h>
-
-static size_t tok_end(const lower_parser *p, int i)
-{
-    const lower_token *t = clmad__lower_tok(p, i);
-    return t->start + t->len;
-}
-
-/* Tokens first..last as written, with the spans of the kids (in order,
- * inside) replaced by their texts; NULL when no kid was rewritten. */
-static char *splice(lower_parser *p, int first, int last, const lower_value *kids, int n)
-{
-    int any = 0;
-    for (int k = 0; k < n; k++)
-        any |= kids[k].text != NULL;
-    if (!any)
-        return NULL;
-    const char *src = p->lx.src;
-    clmad_strbuf sb = {0};
-    size_t at = clmad__lower_tok(p, first)->start;
-    for (int k = 0; k < n; k++) {
-        size_t from = clmad__lower_tok(p, kids[k].first)->start;
-        clmad__sb_printf(&sb, "%.*s%s", (int)(from - at), src + at, clmad__lower_piece(p, &kids[k]));
-        at = tok_end(p, kids[k].last);
-    }
-    size_t end = tok_end(p, last);
-    clmad__sb_printf(&sb, "%.*s", (int)(end - at), src + at);
-    char *text = sb.failed ? NULL : clmad__lower_printf(p, "%s", sb.data);
-    clmad__sb_free(&sb);
-    if (!text)
-        clmad__lower_fail(p, LOWER_NO_MEMORY, first, "out of host memory");
-    return text;
-}
 
 lower_value clmad__lower_composed(lower_parser *p, int first, int last, lower_type type, const lower_value *kids,
                                   int n)
 {
     lower_value v = lower_verbatim(first, last, type);
-    v.text = splice(p, first, last, kids, n);
+    v.text = clmad__lower_splice(p, first, last, kids, n);
     return v;
 }
 
-lower_value clmad__lower_call_of(lower_parser *p, int first, int last, lower_type type, const char *fmt,
-                                 const char *a, const char *b, const char *c)
+lower_value clmad__lower_call_of(lower_parser *p, int first, int last, lower_type type, const char *fmt, ...)
 {
-    return lower_rewritten(first, last, type, 1, clmad__lower_printf(p, fmt, a, b ? b : "", c ? c : ""));
+    va_list ap;
+    va_start(ap, fmt);
+    lower_text *text = clmad__lower_vtextf(p, first, fmt, ap);
+    va_end(ap);
+    return lower_rewritten(first, last, type, 1, text);
 }
 
 static const char *name_of(lower_parser *p, int tok)
@@ -67,7 +38,7 @@ lower_value clmad__lower_to(lower_parser *p, lower_value v, lower_type to, const
     if (to.ptr == 0 && to.base == LT_T) {
         if (lower_is_T(&v) || lower_is_pointer(&v))
             return v;
-        return clmad__lower_call_of(p, v.first, v.last, to, "ad_const(%s)", clmad__lower_piece(p, &v), NULL, NULL);
+        return clmad__lower_call_of(p, v.first, v.last, to, "ad_const(%t)", clmad__lower_piece(p, &v));
     }
     if (to.ptr == 0 && (to.base == LT_REAL || to.base == LT_INT) && lower_is_T(&v))
         clmad__lower_fail(p, LOWER_TYPE_ERROR, v.first,
@@ -81,8 +52,7 @@ lower_value clmad__lower_condition(lower_parser *p, lower_value v)
 {
     if (!lower_is_T(&v))
         return v;
-    return clmad__lower_call_of(p, v.first, v.last, lower_type_of(LT_REAL, 0), "ad_val(%s)", clmad__lower_piece(p, &v),
-                                NULL, NULL);
+    return clmad__lower_call_of(p, v.first, v.last, lower_type_of(LT_REAL, 0), "ad_val(%t)", clmad__lower_piece(p, &v));
 }
 
 /* ---- operators ---------------------------------------------------------- */
@@ -99,22 +69,22 @@ lower_type clmad__lower_join(const lower_value *a, const lower_value *b)
 /* a op b for op in + - * / with a T operand. */
 lower_value clmad__lower_arithmetic(lower_parser *p, char op, const lower_value *a, const lower_value *b)
 {
-    const char *x = clmad__lower_piece(p, a), *y = clmad__lower_piece(p, b);
+    const lower_text *x = clmad__lower_piece(p, a), *y = clmad__lower_piece(p, b);
     lower_type T = lower_type_of(LT_T, 0);
     int first = a->first, last = b->last;
-    static const char *const BOTH[] = {"ad_add(%s, %s)", "ad_sub(%s, %s)", "ad_mul(%s, %s)", "ad_div(%s, %s)"};
-    static const char *const LEFT[] = {"ad_addr(%s, %s)", "ad_subr(%s, %s)", "ad_mulr(%s, %s)", "ad_divr(%s, %s)"};
+    static const char *const BOTH[] = {"ad_add(%t, %t)", "ad_sub(%t, %t)", "ad_mul(%t, %t)", "ad_div(%t, %t)"};
+    static const char *const LEFT[] = {"ad_addr(%t, %t)", "ad_subr(%t, %t)", "ad_mulr(%t, %t)", "ad_divr(%t, %t)"};
     int k = op == '+' ? 0 : op == '-' ? 1 : op == '*' ? 2 : 3;
     if (lower_is_T(a) && lower_is_T(b))
-        return clmad__lower_call_of(p, first, last, T, BOTH[k], x, y, NULL);
+        return clmad__lower_call_of(p, first, last, T, BOTH[k], x, y);
     if (lower_is_T(a))
-        return clmad__lower_call_of(p, first, last, T, LEFT[k], x, y, NULL);
+        return clmad__lower_call_of(p, first, last, T, LEFT[k], x, y);
     /* r op a */
     if (op == '+')
-        return clmad__lower_call_of(p, first, last, T, "ad_addr(%s, %s)", y, x, NULL);
+        return clmad__lower_call_of(p, first, last, T, "ad_addr(%t, %t)", y, x);
     if (op == '*')
-        return clmad__lower_call_of(p, first, last, T, "ad_mulr(%s, %s)", y, x, NULL);
-    return clmad__lower_call_of(p, first, last, T, op == '-' ? "ad_rsub(%s, %s)" : "ad_rdiv(%s, %s)", x, y, NULL);
+        return clmad__lower_call_of(p, first, last, T, "ad_mulr(%t, %t)", y, x);
+    return clmad__lower_call_of(p, first, last, T, op == '-' ? "ad_rsub(%t, %t)" : "ad_rdiv(%t, %t)", x, y);
 }
 
 
@@ -160,43 +130,43 @@ lower_value clmad__lower_apply_rule(lower_parser *p, const lower_rule *r, int na
     if (n != ARITY[r->kind])
         clmad__lower_fail(p, LOWER_TYPE_ERROR, name, "%s takes %d argument%s, not %d", fn, ARITY[r->kind],
                           ARITY[r->kind] == 1 ? "" : "s", n);
-    const char *x = clmad__lower_piece(p, &a[0]);
+    const lower_text *x = clmad__lower_piece(p, &a[0]);
     switch (r->kind) {
     case LR_UNARY:
-        return clmad__lower_call_of(p, name, last, T, "%s(%s)", r->ad_name, x, NULL);
+        return clmad__lower_call_of(p, name, last, T, "%s(%t)", r->ad_name, x);
     case LR_CLMAD_UNARY:
         if (lower_is_T(&a[0]))
-            return clmad__lower_call_of(p, name, last, T, "%s(%s)", r->ad_name, x, NULL);
-        return clmad__lower_call_of(p, name, last, REAL, "ad_val(%s(ad_const(%s)))", r->ad_name, x, NULL);
+            return clmad__lower_call_of(p, name, last, T, "%s(%t)", r->ad_name, x);
+        return clmad__lower_call_of(p, name, last, REAL, "ad_val(%s(ad_const(%t)))", r->ad_name, x);
     case LR_BINARY:
         a[0] = clmad__lower_to_T(p, a[0]), a[1] = clmad__lower_to_T(p, a[1]);
-        return clmad__lower_call_of(p, name, last, T, "%s(%s, %s)", r->ad_name, clmad__lower_piece(p, &a[0]),
+        return clmad__lower_call_of(p, name, last, T, "%s(%t, %t)", r->ad_name, clmad__lower_piece(p, &a[0]),
                        clmad__lower_piece(p, &a[1]));
     case LR_POW:
         if (lower_is_T(&a[0]) && lower_is_T(&a[1]))
-            return clmad__lower_call_of(p, name, last, T, "ad_pow(%s, %s)%s", x, clmad__lower_piece(p, &a[1]), NULL);
+            return clmad__lower_call_of(p, name, last, T, "ad_pow(%t, %t)", x, clmad__lower_piece(p, &a[1]));
         if (lower_is_T(&a[0]))
-            return clmad__lower_call_of(p, name, last, T, "ad_powr(%s, %s)%s", x, clmad__lower_piece(p, &a[1]), NULL);
-        return clmad__lower_call_of(p, name, last, T, "ad_rpow(%s, %s)%s", x, clmad__lower_piece(p, &a[1]), NULL);
+            return clmad__lower_call_of(p, name, last, T, "ad_powr(%t, %t)", x, clmad__lower_piece(p, &a[1]));
+        return clmad__lower_call_of(p, name, last, T, "ad_rpow(%t, %t)", x, clmad__lower_piece(p, &a[1]));
     case LR_POWN:
         clmad__lower_to(p, a[1], lower_type_of(LT_INT, 0), "the exponent of pown");
         if (!lower_is_T(&a[0]))
             break;
-        return clmad__lower_call_of(p, name, last, T, "ad_pown(%s, %s)%s", x, clmad__lower_piece(p, &a[1]), NULL);
+        return clmad__lower_call_of(p, name, last, T, "ad_pown(%t, %t)", x, clmad__lower_piece(p, &a[1]));
     case LR_FMA:
         for (int k = 0; k < 3; k++)
             a[k] = clmad__lower_to_T(p, a[k]);
-        return clmad__lower_call_of(p, name, last, T, "ad_fma(%s, %s, %s)", clmad__lower_piece(p, &a[0]),
+        return clmad__lower_call_of(p, name, last, T, "ad_fma(%t, %t, %t)", clmad__lower_piece(p, &a[0]),
                        clmad__lower_piece(p, &a[1]), clmad__lower_piece(p, &a[2]));
     case LR_CLAMP:
         if (!lower_is_T(&a[0]) || lower_is_T(&a[1]) || lower_is_T(&a[2]))
             break;
-        return clmad__lower_call_of(p, name, last, T, "ad_clamp(%s, %s, %s)", x, clmad__lower_piece(p, &a[1]),
+        return clmad__lower_call_of(p, name, last, T, "ad_clamp(%t, %t, %t)", x, clmad__lower_piece(p, &a[1]),
                        clmad__lower_piece(p, &a[2]));
     case LR_PREDICATE:
-        return clmad__lower_call_of(p, name, last, lower_type_of(LT_INT, 0), "%s(ad_val(%s))%s", fn, x, NULL);
+        return clmad__lower_call_of(p, name, last, lower_type_of(LT_INT, 0), "%s(ad_val(%t))", fn, x);
     case LR_STEP:
-        return clmad__lower_call_of(p, name, last, T, "ad_const(%s(ad_val(%s)))%s", fn, x, NULL);
+        return clmad__lower_call_of(p, name, last, T, "ad_const(%s(ad_val(%t)))", fn, x);
     case LR_NO_RULE:
         break;
     }
@@ -211,7 +181,7 @@ lower_value clmad__lower_cast(lower_parser *p, int at, lower_type to, lower_valu
     if (to.ptr == 0 && to.base == LT_T) {
         if (lower_is_T(&v))
             return clmad__lower_composed(p, at, v.last, to, &v, 1);
-        return clmad__lower_call_of(p, at, v.last, to, "ad_const(%s)", clmad__lower_piece(p, &v), NULL, NULL);
+        return clmad__lower_call_of(p, at, v.last, to, "ad_const(%t)", clmad__lower_piece(p, &v));
     }
     if (to.ptr == 0 && (to.base == LT_REAL || to.base == LT_INT) && lower_is_T(&v))
         clmad__lower_fail(p, LOWER_TYPE_ERROR, at,

@@ -23,7 +23,7 @@ static inline lower_value lower_verbatim(int first, int last, lower_type type)
 }
 
 /* Tokens first..last, replaced by text. */
-static inline lower_value lower_rewritten(int first, int last, lower_type type, int call, char *text)
+static inline lower_value lower_rewritten(int first, int last, lower_type type, int call, const lower_text *text)
 {
     lower_value v = {text, type, first, last, call};
     return v;
@@ -32,9 +32,8 @@ static inline lower_value lower_rewritten(int first, int last, lower_type type, 
 /* Tokens first..last with the kids (in order, inside) in their texts. */
 lower_value clmad__lower_composed(lower_parser *p, int first, int last, lower_type type, const lower_value *kids,
                                   int n);
-/* One call: fmt with up to three pieces (NULL: ""). */
-lower_value clmad__lower_call_of(lower_parser *p, int first, int last, lower_type type, const char *fmt,
-                                 const char *a, const char *b, const char *c);
+/* One call: its text from fmt (%t a text, %s a C string). */
+lower_value clmad__lower_call_of(lower_parser *p, int first, int last, lower_type type, const char *fmt, ...);
 
 static inline lower_value clmad__lower_to_T(lower_parser *p, lower_value v)
 {

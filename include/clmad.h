@@ -557,7 +557,12 @@ CLMAD_API clmad_dtype clmad_tensor_dtype(const clmad_tensor *t);
  *
  * One output:      T   fn(T x0, T x1, ...);
  * Several outputs: void fn(T x0, T x1, ..., T *y0, T *y1, ...);
- * The source may hold helper functions over T.
+ * The source may hold helper functions over T; as OpenCL C requires, none
+ * may call itself, directly or through others: the front end refuses
+ * recursion with an error at the call that closes the cycle ("function f
+ * calls itself (recursion is not allowed in OpenCL C)"). A UTF-8 byte
+ * order mark at the start of the source is skipped (lines and columns
+ * count from after it).
  *
  * Limits of the front end: its time and memory grow linearly with the
  * source (a 20,000-term expression lowers in well under a second).

@@ -207,6 +207,63 @@ Test(lower, errors_at_the_users_position)
     expect_error("T f(T x) { return x ^ x; }", "T f(T x) { return x ^ x; }\n                    ^", "operator '^'");
 }
 
+/* k is x * y + 0.5: its values and d/dx = y, d/dy = x. */
+static void expect_first_program(clmad_context *ctx, clmad_kernel *k)
+{
+    const double xs[3] = {1, -2, 0.25}, ys[3] = {3, 0.5, -4};
+    double v[3], dx[3], dy[3];
+    test_run2(ctx, k, xs, ys, 3, v, dx, dy);
+    for (int e = 0; e < 3; e++) {
+        cr_expect_eq(v[e], xs[e] * ys[e] + 0.5);
+        cr_expect_eq(dx[e], ys[e]);
+        cr_expect_eq(dy[e], xs[e]);
+    }
+}
+
+/* A UTF-8 byte order mark (written by some editors, invisible in them) is
+ * skipped: the lowered source leaves it out, and lines and columns count
+ * as the editor shows them. */
+Test(lower, byte_order_mark_skipped)
+{
+    expect_lowered("\xEF\xBB\xBFT f(T x, T y)\n{\n    return x * y + 0.5;\n}\n",
+                   "T f(T x, T y)\n{\n    return ad_addr(ad_mul(x, y), 0.5);\n}\n");
+    expect_error("\xEF\xBB\xBFT f(T x) { return x % x; }", "source:1:21: error:", "operator '%' on T");
+    clmad_context *ctx = test_context();
+    clmad_kernel *k = NULL;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, "\xEF\xBB\xBFT f(T x, T y) { return x * y + 0.5; }\n", "f", 2, 1, &k));
+    expect_first_program(ctx, k);
+    clmad_kernel_release(k);
+    /* The position of a compiler's error is the user's too. */
+    const char *wrong = "\xEF\xBB\xBFT f(T x)\n{\n    real r = undeclared;\n    return x;\n}\n";
+    cr_assert_eq(clmad_kernel_create(ctx, wrong, "f", 1, 1, &k), CLMAD_ERR_BUILD);
+    cr_expect(test_contains(clmad_last_error(ctx), "source:3:14"), "%s", clmad_last_error(ctx));
+    clmad_context_release(ctx);
+}
+
+/* OpenCL C forbids recursion; POCL's compiler took a recursive kernel at
+ * creation and killed the process later. The front end refuses it at the
+ * call that closes the cycle, by clmad_kernel_create too. */
+Test(lower, recursion_refused)
+{
+    expect_error("T f(T x)\n{\n    return x > 0 ? f(x - 1) : x;\n}\n", "source:3:20: error:",
+                 "function f calls itself (recursion is not allowed in OpenCL C)");
+    expect_error("T g(T x);\nT f(T x) { return g(x) * 2; }\nT g(T x) { return x > 0 ? f(x - 1) : x; }\n",
+                 "source:3:27: error:", "function g calls itself through f (recursion");
+    expect_error("T a(T x);\nT c(T x) { return a(x); }\nT b(T x) { return c(x); }\nT a(T x) { return b(x) + 1; }\n",
+                 "source:4:19: error:", "function a calls itself through b, c (recursion");
+    /* Calls that repeat without a cycle are fine. */
+    expect_lowered("T h(T x) { return x; }\nT g(T x) { return h(x) + h(x); }\nT f(T x) { return g(x) * g(h(x)); }\n",
+                   "T h(T x) { return x; }\nT g(T x) { return ad_add(h(x), h(x)); }\n"
+                   "T f(T x) { return ad_mul(g(x), g(h(x))); }\n");
+    clmad_context *ctx = test_context();
+    clmad_kernel *k = NULL;
+    cr_assert_eq(clmad_kernel_create(ctx, "T f(T x) { return x > 0 ? f(x - 1) : x; }", "f", 1, 1, &k),
+                 CLMAD_ERR_BUILD);
+    cr_expect(test_contains(clmad_last_error(ctx), "source:1:27: error: function f calls itself"), "%s",
+              clmad_last_error(ctx));
+    clmad_context_release(ctx);
+}
+
 /* A source outside the front end's subset is compiled as written: a kernel
  * in the ad_ vocabulary still works; clmad_lower_source says why. */
 Test(lower, unparsed_sources_compile_as_written)
@@ -260,14 +317,7 @@ Test(lower, first_program_gradients)
     clmad_context *ctx = test_context();
     clmad_kernel *k = NULL;
     CHECK_OK(ctx, clmad_kernel_create(ctx, "T f(T x, T y) { return x * y + 0.5; }\n", "f", 2, 1, &k));
-    const double xs[3] = {1, -2, 0.25}, ys[3] = {3, 0.5, -4};
-    double v[3], dx[3], dy[3];
-    test_run2(ctx, k, xs, ys, 3, v, dx, dy);
-    for (int e = 0; e < 3; e++) {
-        cr_expect_eq(v[e], xs[e] * ys[e] + 0.5);
-        cr_expect_eq(dx[e], ys[e]);
-        cr_expect_eq(dy[e], xs[e]);
-    }
+    expect_first_program(ctx, k);
     clmad_kernel_release(k);
     clmad_context_release(ctx);
 }

@@ -79,6 +79,7 @@ static lower_value call(lower_parser *p, int name)
     const char *s = p->lx.src + t->start;
     const lower_function *f = clmad__lower_function(p, name);
     if (f) {
+        clmad__lower_record_call(p, f, name);
         for (int k = 0; k < n && k < f->n_params; k++)
             a[k] = clmad__lower_to(p, a[k], f->params[k], clmad__lower_printf(p, "argument %d of %.*s", k + 1,
                                                                                (int)t->len, s));

@@ -59,17 +59,9 @@ static void describe(const lower_parser *p, const char *kind, char *msg, size_t 
 }
 
 
-clmad_status clmad__lower(const char *src, char **out, char *msg, size_t msg_cap, char **note)
+/* The parse (and its longjmp) of a source within the limits. */
+static clmad_status parse(const char *src, char **out, char *msg, size_t msg_cap, char **note)
 {
-    *out = NULL;
-    *note = NULL;
-    msg[0] = 0;
-    size_t size = strlen(src);
-    if (size > LOWER_MAX_SOURCE) {
-        snprintf(msg, msg_cap, "source: error: the source is %zu bytes, more than the %d MiB the plain-syntax "
-                 "front end reads", size, LOWER_MAX_SOURCE >> 20);
-        return CLMAD_ERR_BUILD;
-    }
     lower_parser *p = calloc(1, sizeof *p);
     if (!p || clmad__lower_lex(src, &p->lx)) {
         free(p);
@@ -103,6 +95,26 @@ clmad_status clmad__lower(const char *src, char **out, char *msg, size_t msg_cap
     clmad__lower_parser_free(p);
     free(p);
     return st;
+}
+
+clmad_status clmad__lower(const char *src, char **out, char *msg, size_t msg_cap, char **note)
+{
+    *out = NULL;
+    *note = NULL;
+    msg[0] = 0;
+    /* A UTF-8 byte order mark, which editors write and hide: skipped, and
+     * left out of the lowered source (the library's prelude goes before
+     * the user's source, where a compiler would not skip it); lines and
+     * columns count from after it, as the editor shows them. */
+    if (!strncmp(src, "\xEF\xBB\xBF", 3))
+        src += 3;
+    size_t size = strlen(src);
+    if (size > LOWER_MAX_SOURCE) {
+        snprintf(msg, msg_cap, "source: error: the source is %zu bytes, more than the %d MiB the plain-syntax "
+                 "front end reads", size, LOWER_MAX_SOURCE >> 20);
+        return CLMAD_ERR_BUILD;
+    }
+    return parse(src, out, msg, msg_cap, note);
 }
 
 clmad_status clmad_lower_source(const char *source, char **lowered)

@@ -7,6 +7,7 @@
  * lower/rules.c       the table of math names and ad_ signatures
  * lower/parser.c      the parser's bookkeeping: memory, failures, names
  * lower/text.c        the texts of rewritten expressions (ropes)
+ * lower/calls.c       the call graph of the source's functions: recursion
  * lower/declarator.c  type names: specifiers, declarators, parameters
  * lower/value.c       values: conversions, operators and math rules on T
  * lower/expr.c        expressions: the recursive descent
@@ -145,6 +146,12 @@ enum { LOWER_PARSE_FAILED = 1, LOWER_TYPE_ERROR, LOWER_LIMIT, LOWER_NO_MEMORY };
 #define LOWER_MAX_SOURCE (16 << 20) /* bytes of a source */
 #define LOWER_MAX_TEXT (64 << 20)   /* bytes of one lowered expression */
 
+/* A call of a function of the source: its caller and callee (indices in
+ * lower_parser.fns) and the token of the callee's name. */
+typedef struct {
+    int caller, callee, tok;
+} lower_call;
+
 typedef struct lower_block lower_block;
 
 typedef struct {
@@ -162,6 +169,9 @@ typedef struct {
     lower_function *fns;
     int n_fns, cap_fns;
     lower_type fn_ret;
+    int fn_current; /* the function whose body is parsed, or -1 */
+    lower_call *calls;
+    int n_calls, cap_calls;
     lower_replacement *repl;
     int n_repl, cap_repl;
     lower_block *arena;
@@ -236,6 +246,13 @@ void clmad__lower_commit(lower_parser *p, const lower_value *v);
 
 /* Declarations and statements (lower/stmt.c): the whole source. */
 void clmad__lower_source(lower_parser *p);
+
+/* The call graph (lower/calls.c): a call of function f (of p->fns) at the
+ * name token tok, inside p->fn_current; after the whole source, a failure
+ * at a call that closes a cycle (OpenCL C forbids recursion, which
+ * compilers may not report but crash on). */
+void clmad__lower_record_call(lower_parser *p, const lower_function *f, int tok);
+void clmad__lower_check_recursion(lower_parser *p);
 
 /* The whole front end: the lowered source in *out (malloc'd), or
  * CLMAD_ERR_BUILD with "source:LINE:COL: error: ..." in msg. A source the

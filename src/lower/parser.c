@@ -179,6 +179,7 @@ void clmad__lower_parser_free(lower_parser *p)
     free(p->syms);
     free(p->typedefs);
     free(p->fns);
+    free(p->calls);
     free(p->repl);
     clmad__lower_lexed_free(&p->lx);
 }

@@ -79,7 +79,9 @@ static void declaration(lower_parser *p, int file_scope, int bodies)
                 lower_type unused[LOWER_MAX_PARAMS];
                 clmad__lower_params(p, params, unused, 1);
                 p->fn_ret = t;
+                p->fn_current = (int)(clmad__lower_function(p, name) - p->fns);
                 statement(p);
+                p->fn_current = -1;
                 p->n_syms = scope;
                 return;
             }
@@ -198,6 +200,7 @@ void clmad__lower_source(lower_parser *p)
     /* Two passes: the first records the functions, so that a call before a
      * function's definition knows its parameter types; the second parses
      * the bodies. */
+    p->fn_current = -1;
     for (int bodies = 0; bodies <= 1; bodies++) {
         p->pos = 0;
         p->n_syms = 0;
@@ -210,4 +213,5 @@ void clmad__lower_source(lower_parser *p)
             declaration(p, 1, bodies);
         }
     }
+    clmad__lower_check_recursion(p);
 }

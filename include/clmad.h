@@ -536,6 +536,17 @@ CLMAD_API clmad_dtype clmad_tensor_dtype(const clmad_tensor *t);
  * One output:      T   fn(T x0, T x1, ...);
  * Several outputs: void fn(T x0, T x1, ..., T *y0, T *y1, ...);
  * The source may hold helper functions over T.
+ *
+ * Names: identifiers starting with clmad__ or CLMAD__ are reserved for the
+ * code clmad generates around the function (its kernels are named
+ * clmad__bcast_*), and a source that uses one, in code or in a macro, is
+ * refused at creation with its line. Every other name is the user's: the
+ * generated kernel is compiled before the user's source, so that user
+ * macros and functions named like OpenCL builtins, types or qualifiers
+ * (get_global_id, ulong, __kernel, __global, min, ...) do not change it.
+ * The library's own names before the source (real, T, AD_INLINE, the ad_
+ * vocabulary, CLMAD_K, CLMAD_REAL_DOUBLE, CLMAD_FOR_EACH_PARTIAL) must not
+ * be redefined.
  */
 typedef struct clmad_kernel clmad_kernel;
 
@@ -552,8 +563,9 @@ typedef struct clmad_kernel clmad_kernel;
  * The caller owns *k and releases it with clmad_kernel_release (before or
  * after the context). The source is copied.
  * Errors: CLMAD_ERR_BUILD when the front end rejects the source (an
- * operator with no rule for T, such as x % y; a T where a real is needed)
- * or it does not compile or fn_name does not have the expected signature;
+ * operator with no rule for T, such as x % y; a T where a real is needed;
+ * a reserved clmad__ name, see above) or it does not compile or fn_name
+ * does not have the expected signature;
  * the message carries "source:LINE:COLUMN" positions in the user's own
  * source (the compiler's columns count in the lowered line);
  * CLMAD_ERR_INVALID_ARGUMENT (NULL, counts, fn_name not an identifier);

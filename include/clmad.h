@@ -565,7 +565,14 @@ typedef struct clmad_kernel clmad_kernel;
  * Errors: CLMAD_ERR_BUILD when the front end rejects the source (an
  * operator with no rule for T, such as x % y; a T where a real is needed;
  * a reserved clmad__ name, see above) or it does not compile or fn_name
- * does not have the expected signature;
+ * does not have the expected signature. The signature is checked before
+ * anything compiles and said in the source's terms, at the line of fn's
+ * definition: "no function g in the source (it defines f)", "f takes 3
+ * parameters, n_inputs is 2", "every input of f must be T: parameter 2
+ * is \"float y\"", "f returns void, the form of a function of several
+ * outputs ...", "every output of f must be T * ..." (a definition made by
+ * a macro, or through a type name of the source's own, is left to the
+ * compiler);
  * the message carries "source:LINE:COLUMN" positions in the user's own
  * source (the compiler's columns count in the lowered line);
  * CLMAD_ERR_INVALID_ARGUMENT (NULL, counts, fn_name not an identifier);

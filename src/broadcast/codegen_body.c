@@ -53,7 +53,8 @@ static void emit_index(clmad_strbuf *sb, const clmad_variant *v, int j)
  * output (VJP, through its helper: emit_helpers). One expression for
  * VJP and STORED, so that RECOMPUTE and STORE agree bitwise. A scaled
  * adjoint is (adj * scale) before the product, as the expanded adjoint it
- * stands for would have been. */
+ * stands for would have been. Each product is clmad__adjoint_times: a zero
+ * partial gives 0 under an infinite adjoint (cl/clmad_ad.clh). */
 static void emit_gradients(clmad_strbuf *sb, const clmad_variant *v)
 {
     for (int s = 0; s < v->K; s++) {
@@ -64,13 +65,13 @@ static void emit_gradients(clmad_strbuf *sb, const clmad_variant *v)
                 continue;
             const char *at = v->adj_scalar & (1u << o) ? "0" : "clmad__e";
             if (v->adj_scaled & (1u << o))
-                clmad__sb_printf(sb, "%s(clmad__adj%d[%s] * clmad__adjs%d[0]) * ", sep, o, at, o);
+                clmad__sb_printf(sb, "%sclmad__adjoint_times(clmad__adj%d[%s] * clmad__adjs%d[0], ", sep, o, at, o);
             else
-                clmad__sb_printf(sb, "%sclmad__adj%d[%s] * ", sep, o, at);
+                clmad__sb_printf(sb, "%sclmad__adjoint_times(clmad__adj%d[%s], ", sep, o, at);
             if (v->mode == CLMAD_MODE_STORED)
-                clmad__sb_printf(sb, "clmad__p%d_%d[clmad__e]", o, s);
+                clmad__sb_printf(sb, "clmad__p%d_%d[clmad__e])", o, s);
             else
-                clmad__sb_printf(sb, "clmad__d%d(clmad__b%d)", s, o);
+                clmad__sb_printf(sb, "clmad__d%d(clmad__b%d))", s, o);
             sep = " + ";
         }
         if (v->accumulate[s])

@@ -187,7 +187,9 @@ static int find_definitions(const lower_lexed *lx, const char *fn, definition *d
             if (is_word(lx, i, fn, strlen(fn)) && count++ == 0)
                 *d = (definition){i, i + 1, close, decl};
             int n = snprintf(names + used, cap - used, "%s%.*s", used ? ", " : "", (int)t->len, lx->src + t->start);
-            used = n > 0 && used + (size_t)n < cap ? used + (size_t)n : used;
+            if (n > 0 && used + (size_t)n < cap)
+                used += (size_t)n;
+            names[used] = '\0'; /* a name that did not fit is left out */
             i = close;
         }
     }

@@ -114,7 +114,7 @@ __kernel void clmad_reduce_sum(__global real *dst, __global const real *src, ulo
         if (p >= parts)                                                                         \
             return;                                                                             \
         const ulong lo = p * n / parts, hi = (p + 1) * n / parts;                               \
-        real8 acc = (real8)(0);                                                                 \
+        clmad__real8 acc = (clmad__real8)(0);                                                   \
         ulong q = lo;                                                                           \
         for (; q + 8 <= hi; q += 8)                                                             \
             acc += VALUE8;                                                                      \

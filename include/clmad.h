@@ -579,6 +579,17 @@ CLMAD_API clmad_dtype clmad_tensor_dtype(const clmad_tensor *t);
  * operands, so one expression of more than about 250 operators on T in a
  * chain (a + b + c + ...) fails to compile; split it into statements
  * (T s = a + b; s += c; ...).
+ *
+ * Names: identifiers starting with clmad__ or CLMAD__ are reserved for the
+ * code clmad generates around the function (its kernels are named
+ * clmad__bcast_*), and a source that uses one, in code or in a macro, is
+ * refused at creation with its line. Every other name is the user's: the
+ * generated kernel is compiled before the user's source, so that user
+ * macros and functions named like OpenCL builtins, types or qualifiers
+ * (get_global_id, ulong, __kernel, __global, min, ...) do not change it.
+ * The library's own names before the source (real, T, AD_INLINE, the ad_
+ * vocabulary, CLMAD_K, CLMAD_REAL_DOUBLE, CLMAD_FOR_EACH_PARTIAL) must not
+ * be redefined.
  */
 typedef struct clmad_kernel clmad_kernel;
 
@@ -595,8 +606,16 @@ typedef struct clmad_kernel clmad_kernel;
  * The caller owns *k and releases it with clmad_kernel_release (before or
  * after the context). The source is copied.
  * Errors: CLMAD_ERR_BUILD when the front end rejects the source (an
- * operator with no rule for T, such as x % y; a T where a real is needed)
- * or it does not compile or fn_name does not have the expected signature;
+ * operator with no rule for T, such as x % y; a T where a real is needed;
+ * a reserved clmad__ name, see above) or it does not compile or fn_name
+ * does not have the expected signature. The signature is checked before
+ * anything compiles and said in the source's terms, at the line of fn's
+ * definition: "no function g in the source (it defines f)", "f takes 3
+ * parameters, n_inputs is 2", "every input of f must be T: parameter 2
+ * is \"float y\"", "f returns void, the form of a function of several
+ * outputs ...", "every output of f must be T * ..." (a definition made by
+ * a macro, or through a type name of the source's own, is left to the
+ * compiler);
  * the message carries "source:LINE:COLUMN" positions in the user's own
  * source (the compiler's columns count in the lowered line);
  * CLMAD_ERR_INVALID_ARGUMENT (NULL, counts, fn_name not an identifier);

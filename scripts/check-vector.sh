@@ -58,13 +58,13 @@ for target in "${targets[@]}"; do
     { cat "$work/$target/bench.log" >&2; exit 1; }
   device=$(basename "$(ls "$work/$target/out"/*.hmlstm.json 2>/dev/null | head -1)" .hmlstm.json)
   # POCL keeps one binary per kernel and local size: <hash>/<kernel>/<size>/<kernel>.so
-  sos=$(find "$cache" -path '*/clmad_bcast_*/*' -name 'clmad_bcast_*.so' ! -path '*/0-0-0/*' | sort)
+  sos=$(find "$cache" -path '*/clmad__bcast_*/*' -name 'clmad__bcast_*.so' ! -path '*/0-0-0/*' | sort)
   if [ -z "$sos" ]; then
     if [ "$checked" -eq 0 ]; then
       echo "check-vector: skipped: the device ($device) wrote no kernel into POCL's kernel cache: it is not POCL"
       exit 0
     fi
-    echo "check-vector: [$target] no clmad_bcast_* kernel found in $cache" >&2
+    echo "check-vector: [$target] no clmad__bcast_* kernel found in $cache" >&2
     exit 1
   fi
   while IFS= read -r so; do

@@ -267,6 +267,61 @@ Test(broadcast_errors, wrong_signatures)
     clmad_context_release(ctx);
 }
 
+/* Signature mistakes are said at create in the user's terms, at the line
+ * of the function's definition, not as a compile error inside the
+ * generated code ("clmad-generated:26:17: use of undeclared identifier"). */
+static void expect_signature_error(clmad_context *ctx, const char *src, const char *fn, int n_in, int n_out,
+                                   const char *needle)
+{
+    const char *needles[] = {needle};
+    expect_build_error(ctx, src, fn, n_in, n_out, needles, 1);
+    const char *msg = clmad_last_error(ctx);
+    cr_assert(!test_contains(msg, "clmad-"), "a position in the generated code: %s", msg);
+}
+
+Test(broadcast_errors, signature_errors_in_the_users_terms)
+{
+    clmad_context *ctx = test_context();
+    expect_signature_error(ctx, ADD2_SRC, "add3", 2, 1, "source: error: no function add3 in the source (it defines add2)");
+    expect_signature_error(ctx, ADD2_SRC, "add2", 3, 1, "source:1:3: error: add2 takes 2 parameters, n_inputs is 3");
+    expect_signature_error(ctx, ADD2_SRC, "add2", 2, 2,
+                           "source:1:3: error: add2 takes 2 parameters; with n_inputs 2 and n_outputs 2 it takes 4: "
+                           "the inputs as T, then a T * per output");
+    expect_signature_error(ctx, "T f(T x, float y) { return ad_mulr(x, y); }\n", "f", 2, 1,
+                           "source:1:10: error: every input of f must be T: parameter 2 is \"float y\"");
+    expect_signature_error(ctx,
+                           "/* a helper */\n"
+                           "real half_of(real q) { return q / 2; }\n"
+                           "T f(T x,\n"
+                           "    const real y)\n"
+                           "{\n"
+                           "    return ad_mulr(x, half_of(y));\n"
+                           "}\n",
+                           "f", 2, 1, "source:4:5: error: every input of f must be T: parameter 2 is \"const real y\"");
+    expect_signature_error(ctx, "T p(T *a) { return *a; }\n", "p", 1, 1,
+                           "source:1:5: error: every input of p must be T: parameter 1 is \"T *a\"");
+    expect_signature_error(ctx, "float h(T a) { return ad_val(a); }\n", "h", 1, 1,
+                           "source:1:7: error: h returns float: its one output must be T");
+    const char *two = "\nvoid two(T a, T *y0, T *y1) { *y0 = a; *y1 = ad_neg(a); }\n";
+    expect_signature_error(ctx, two, "two", 1, 1, "source:2:6: error: two returns void, the form of a function of "
+                                                  "several outputs");
+    expect_signature_error(ctx, two, "two", 2, 2, "source:2:6: error: two takes 3 parameters; with n_inputs 2 and "
+                                                  "n_outputs 2 it takes 4");
+    expect_signature_error(ctx, "void g(T a, T y0, T *y1) { *y1 = a; }\n", "g", 1, 2,
+                           "source:1:13: error: every output of g must be T * (n_outputs is 2): parameter 2 is \"T y0\"");
+    /* What the check cannot see through is left to the compiler, and works
+     * when right: a type alias of T, a name made by a macro. */
+    const char *fine[][2] = {{"typedef T dual;\ndual f(dual x, dual y) { return ad_mul(x, y); }\n", "f"},
+                             {"T add2(T a, T b) { return ad_mul(a, b); }\n#define add3 add2\n", "add3"},
+                             {"#define DEF(name) T name(T a, T b) { return ad_mul(a, b); }\nDEF(m)\n", "m"}};
+    for (int i = 0; i < 3; i++) {
+        clmad_kernel *k = NULL;
+        CHECK_OK(ctx, clmad_kernel_create(ctx, fine[i][0], fine[i][1], 2, 1, &k));
+        clmad_kernel_release(k);
+    }
+    clmad_context_release(ctx);
+}
+
 static const char *const OPERATOR_HINT = "T is a dual number in derivative variants: write ad_mul(x, y), ad_add(x, y)";
 
 /* Plain syntax: operators and math names on T are rewritten to the

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The names of the generated code never meet the user's: the wrapper
- * kernel that follows the user's source names its parameters and locals
- * clmad__*, so that user macros (#define e 2.718f) and functions (a kernel
- * function named e, n or r) compile and run. */
+ * kernel precedes the user's source (no user macro reaches it: #define
+ * get_global_id, ulong, __kernel) and is named clmad__bcast_*; its
+ * parameters and locals are clmad__*, so that user macros (#define e
+ * 2.718f) and functions (a kernel function named e, n or r, helpers named
+ * like the old kernels) compile and run, bit for bit as without them. */
 #include "bcast_support.h"
 #include "internal.h"
 
@@ -12,35 +14,41 @@
 
 /* ---- every identifier after the user's source ------------------------------ */
 
-/* Words the wrapper may use besides clmad__* and clmad_bcast_* names:
- * OpenCL C keywords and types, the vocabulary's types, one builtin. */
-static int allowed_word(const char *w, size_t n, const char *fn)
+/* The words the program may use after the user's source besides clmad__*
+ * names and the user's function; each must be set aside from the user's
+ * macros (#undef after a push_macro) before its first use. */
+static const char *const AFTER_WORDS[] = {"T", "void", "return", "__private"};
+
+static int after_word(const char *w, size_t n, const char *fn)
 {
-    static const char *const words[] = {"__kernel", "void", "ulong", "__global", "const", "restrict",
-                                        "real", "T", "int", "if", "return", "for", "get_global_id"};
-    if ((n >= 7 && strncmp(w, "clmad__", 7) == 0) || (n >= 12 && strncmp(w, "clmad_bcast_", 12) == 0))
+    if ((n >= 7 && strncmp(w, "clmad__", 7) == 0) || (strlen(fn) == n && strncmp(w, fn, n) == 0))
         return 1;
-    if (strlen(fn) == n && strncmp(w, fn, n) == 0)
-        return 1;
-    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
-        if (strlen(words[i]) == n && strncmp(w, words[i], n) == 0)
-            return 1;
+    for (size_t i = 0; i < sizeof AFTER_WORDS / sizeof *AFTER_WORDS; i++)
+        if (strlen(AFTER_WORDS[i]) == n && strncmp(w, AFTER_WORDS[i], n) == 0)
+            return 2;
     return 0;
 }
 
-/* Fails the test at the first identifier of the program after the user's
- * source (outside preprocessor lines) that a user macro could replace. */
+/* Fails the test unless the wrapper kernel precedes the user's source and
+ * every identifier after it (outside preprocessor lines) is clmad__*, the
+ * user's function or a word of AFTER_WORDS #undef'd before its use. STORED
+ * programs hold no user source at all. */
 static void check_wrapper_names(const clmad_variant *v, const char *what)
 {
     const char *user = "T fn(T a) { return a; }\n";
     clmad_strbuf sb = {0};
     clmad__generate_program(&sb, v, user, "fn", 1);
     cr_assert(!sb.failed && sb.data, "%s: generation failed", what);
-    const char *p = v->mode == CLMAD_MODE_STORED ? strstr(sb.data, "#line 1 \"clmad-generated\"")
-                                                 : strstr(sb.data, user);
-    cr_assert_not_null(p, "%s: no user source / generated marker in the program", what);
-    if (v->mode != CLMAD_MODE_STORED)
-        p += strlen(user);
+    const char *p = strstr(sb.data, user), *kernel = strstr(sb.data, "__kernel void clmad__bcast_");
+    cr_assert_not_null(kernel, "%s: no clmad__bcast_ kernel:\n%s", what, sb.data);
+    if (v->mode == CLMAD_MODE_STORED) {
+        cr_assert_null(p, "%s: the STORED program holds the user's source", what);
+        clmad__sb_free(&sb);
+        return;
+    }
+    cr_assert(p && kernel < p, "%s: the kernel does not precede the user's source", what);
+    p += strlen(user);
+    const char *after = p;
     int line_start = 1;
     while (*p) {
         if (line_start && *p == '#') { /* a preprocessor line: #line, #pragma */
@@ -58,8 +66,16 @@ static void check_wrapper_names(const clmad_variant *v, const char *what)
             const char *w = p;
             while (isalnum((unsigned char)*p) || *p == '_')
                 p++;
-            cr_assert(allowed_word(w, (size_t)(p - w), "fn"), "%s: the wrapper uses the name \"%.*s\":\n%s",
-                      what, (int)(p - w), w, strstr(sb.data, "#line 1 \"clmad-generated\""));
+            const int kind = after_word(w, (size_t)(p - w), "fn");
+            cr_assert(kind, "%s: the program uses the name \"%.*s\" after the user's source:\n%s", what,
+                      (int)(p - w), w, after);
+            if (kind == 2) {
+                char undef[32];
+                snprintf(undef, sizeof undef, "#undef %.*s\n", (int)(p - w), w);
+                const char *u = strstr(after, undef);
+                cr_assert(u && u < w, "%s: \"%.*s\" is used after the user's source without %s:\n%s", what,
+                          (int)(p - w), w, undef, after);
+            }
             continue;
         }
         p++;
@@ -227,6 +243,148 @@ Test(kernel_names, user_names_like_the_old_generated_ones)
             run_named(ctx, k, s, 3, 40, (clmad_partials_policy)p);
         }
         clmad_kernel_release(k);
+    }
+    clmad_context_release(ctx);
+}
+
+/* ---- names the wrapper used to define or use ------------------------------- */
+
+/* 3 x y, as PLAIN computes it, through user helpers named like the old
+ * kernels (a helper named clmad_bcast_vjp passed create and forward, then
+ * failed at RECOMPUTE's backward) and like the old vector type real8, or
+ * under user macros named like the builtins, types and qualifiers that the
+ * wrapper kernel uses (#define get_global_id(d) 0 made every element read
+ * element 0). */
+static const char *const PLAIN = "T f(T x, T y) { return ad_mulr(ad_mul(x, y), (real)3); }\n";
+static const char *const SHADOWING[] = {
+    "real clmad_bcast_primal(real q) { return q; }\n"
+    "real clmad_bcast_partials(real q) { return q; }\n"
+    "real clmad_bcast_jvp(real q) { return q; }\n"
+    "real clmad_bcast_vjp(real q) { return q; }\n"
+    "real clmad_bcast_stored(real q) { return q; }\n"
+    "real clmad_bcast_0(real q) { return q; }\n"
+    "real real8(real q) { return q; }\n"
+    "T f(T x, T y)\n"
+    "{\n"
+    "    real three = real8(clmad_bcast_0(clmad_bcast_vjp(clmad_bcast_stored((real)3))));\n"
+    "    return ad_mulr(ad_mul(x, y), clmad_bcast_primal(clmad_bcast_partials(clmad_bcast_jvp(three))));\n"
+    "}\n",
+    "#define get_global_id(d) 0\n"
+    "#define get_local_id(d) 0\n"
+    "#define ulong uchar\n"
+    "#define size_t uchar\n"
+    "#define __kernel\n"
+    "#define kernel\n"
+    "#define __global __local\n"
+    "#define restrict volatile\n"
+    "#define real8 float\n"
+    "#define __private __global\n"
+    "#define clmad_bcast_vjp oops\n"
+    "T f(T x, T y) { return ad_mulr(ad_mul(x, y), (real)3); }\n",
+};
+
+/* Shapes of x and y: coordinates per element (3, 5) + (5,); runs crossing
+ * rows (3, 40) + (40,) (POCL runs 32 elements per work-item); a column
+ * broadcast (3, 40) + (3, 1); full shape (40,) + (40,). */
+static const struct {
+    int nx, ny;
+    size_t sx[2], sy[2];
+} LAYOUTS[] = {
+    {2, 1, {3, 5}, {5}}, {2, 1, {3, 40}, {40}}, {2, 2, {3, 40}, {3, 1}}, {1, 1, {40}, {40}},
+};
+
+/* f(x, y), d sum(f) / dx and d sum(f) / dy in f32 under policy, in out[0..2]
+ * (numel of the output, x and y; doubles that are the f32 values exactly). */
+static void run_bits(clmad_context *ctx, clmad_kernel *k, int layout, clmad_partials_policy policy, double **out,
+                     size_t *n)
+{
+    CHECK_OK(ctx, clmad_set_partials_policy(ctx, policy));
+    const int nx = LAYOUTS[layout].nx, ny = LAYOUTS[layout].ny;
+    const size_t *sx = LAYOUTS[layout].sx, *sy = LAYOUTS[layout].sy;
+    n[1] = bs_numel(nx, sx), n[2] = bs_numel(ny, sy), n[0] = n[1];
+    double *hx = malloc(n[1] * sizeof *hx), *hy = malloc(n[2] * sizeof *hy);
+    cr_assert(hx && hy);
+    for (size_t i = 0; i < n[1]; i++)
+        hx[i] = 0.1 + 0.37 * (double)(i % 7) - 0.125 * (double)(i % 3);
+    for (size_t i = 0; i < n[2]; i++)
+        hy[i] = -1.3 + 0.29 * (double)(i % 5);
+    clmad_tensor *in[2] = {bs_tensor(ctx, CLMAD_F32, nx, sx, hx), bs_tensor(ctx, CLMAD_F32, ny, sy, hy)};
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(in[0], 1));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(in[1], 1));
+    clmad_tensor *y = NULL, *loss = NULL, *gx = NULL, *gy = NULL;
+    CHECK_OK(ctx, clmad_broadcast(ctx, k, in, &y));
+    CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &loss));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    CHECK_OK(ctx, clmad_tensor_grad(in[0], &gx));
+    CHECK_OK(ctx, clmad_tensor_grad(in[1], &gy));
+    out[0] = bs_read(ctx, y, CLMAD_F32, nx, sx);
+    out[1] = bs_read(ctx, gx, CLMAD_F32, nx, sx);
+    out[2] = bs_read(ctx, gy, CLMAD_F32, ny, sy);
+    /* The plain kernel itself is right: 3 x y at a few elements. */
+    for (size_t i = 0; i < n[0]; i += 7) {
+        double want = 3 * hx[i] * hy[layout == 2 ? i / 40 : i % n[2]];
+        cr_assert(bs_close(out[0][i], want, 1e-5), "layout %d: f at %zu = %.9g, expected %.9g", layout, i,
+                  out[0][i], want);
+    }
+    free(hx), free(hy);
+    clmad_tensor *all[] = {y, loss, gx, gy, in[0], in[1]};
+    bs_release_all(all, 6);
+}
+
+Test(kernel_names, user_names_like_the_wrappers_give_the_plain_bits)
+{
+    clmad_context *ctx = test_context();
+    clmad_kernel *plain = NULL;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, PLAIN, "f", 2, 1, &plain));
+    for (size_t i = 0; i < sizeof SHADOWING / sizeof *SHADOWING; i++) {
+        clmad_kernel *k = NULL;
+        CHECK_OK(ctx, clmad_kernel_create(ctx, SHADOWING[i], "f", 2, 1, &k));
+        for (int layout = 0; layout < (int)(sizeof LAYOUTS / sizeof *LAYOUTS); layout++)
+            for (int p = CLMAD_PARTIALS_STORE; p <= CLMAD_PARTIALS_RECOMPUTE; p++) {
+                double *want[3], *got[3];
+                size_t n[3];
+                run_bits(ctx, plain, layout, (clmad_partials_policy)p, want, n);
+                run_bits(ctx, k, layout, (clmad_partials_policy)p, got, n);
+                static const char *const what[] = {"f", "d/dx", "d/dy"};
+                for (int a = 0; a < 3; a++) {
+                    for (size_t e = 0; e < n[a]; e++)
+                        cr_assert(memcmp(&got[a][e], &want[a][e], sizeof(double)) == 0,
+                                  "source %zu, layout %d, policy %d: %s at %zu = %.9g, the plain kernel's %.9g",
+                                  i, layout, p, what[a], e, got[a][e], want[a][e]);
+                    free(got[a]), free(want[a]);
+                }
+            }
+        clmad_kernel_release(k);
+    }
+    clmad_kernel_release(plain);
+    clmad_context_release(ctx);
+}
+
+/* Names in the generated code's prefix are refused at create, at their
+ * line: a user function clmad__call or clmad__bcast_vjp would collide with
+ * the wrapper's, a macro CLMAD__R would redefine the vocabulary's. */
+Test(kernel_names, reserved_prefix_is_refused_at_its_line)
+{
+    static const struct {
+        const char *src, *needle;
+    } CASES[] = {
+        {"real clmad__bcast_vjp(real q) { return q; }\nT f(T x, T y) { return ad_mul(x, y); }\n",
+         "source:1:6: error: \"clmad__bcast_vjp\""},
+        {"T f(T x, T y)\n{\n    return ad_mul(x, y);\n}\nT clmad__call(T x, T y) { return f(x, y); }\n",
+         "source:5:3: error: \"clmad__call\""},
+        {"\n#define CLMAD__R(x) x\nT f(T x, T y) { return ad_mul(x, y); }\n", "source:2:9: error: \"CLMAD__R\""},
+        {"#define TWICE(a) clmad__const(2 * ad_val(a))\nT f(T x, T y) { return ad_mul(TWICE(x), y); }\n",
+         "source:1:18: error: \"clmad__const\""},
+    };
+    clmad_context *ctx = test_context();
+    for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+        clmad_kernel *k = (clmad_kernel *)(uintptr_t)0x5e17;
+        clmad_status st = clmad_kernel_create(ctx, CASES[i].src, "f", 2, 1, &k);
+        const char *msg = clmad_last_error(ctx);
+        cr_assert_eq(st, CLMAD_ERR_BUILD, "case %zu: %s: %s", i, clmad_status_string(st), msg);
+        cr_assert_eq(k, (clmad_kernel *)(uintptr_t)0x5e17, "case %zu: *k was written on failure", i);
+        cr_assert(test_contains(msg, CASES[i].needle) && test_contains(msg, "reserved"),
+                  "case %zu: the message lacks \"%s\" and \"reserved\": %s", i, CASES[i].needle, msg);
     }
     clmad_context_release(ctx);
 }

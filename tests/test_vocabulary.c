@@ -335,3 +335,147 @@ static void tanh_ulp(clmad_dtype dtype)
 
 Test(vocabulary, tanh_ulp_f32) { tanh_ulp(CLMAD_F32); }
 Test(vocabulary, tanh_ulp_f64) { tanh_ulp(CLMAD_F64); }
+
+/* ---- infinite points: PyTorch's figures ------------------------------------
+ * A zero partial stays 0 where a local derivative is infinite, so that a
+ * derivative that is finite (d(a * b)/db at a = inf is b) is not NaN. The
+ * figures are PyTorch 2.15's autograd, in f32 and f64 alike:
+ *
+ *   import torch
+ *   inf = float("inf")
+ *   for dt in (torch.float32, torch.float64):
+ *       for f, x, y in [(lambda a, b: a * b, inf, 2.0), ...]:  # the table
+ *           a = torch.tensor(x, dtype=dt, requires_grad=True)
+ *           b = torch.tensor(y, dtype=dt, requires_grad=True)
+ *           f(a, b).backward()
+ *           print(a.grad.item(), b.grad.item())
+ *
+ * with, per row, the PyTorch expression in the comment. */
+typedef struct {
+    const char *call;
+    double a, b, da, db;
+} inf_case;
+
+#define INF INFINITY
+static const inf_case INF_CASES[] = {
+    {"ad_mul(a, b)", INF, 2, 2, INF},                                /* a * b */
+    {"ad_mul(a, b)", 2, -INF, -INF, 2},                              /* a * b */
+    {"ad_mul(ad_mul(a, b), b)", INF, 2, 4, INF},                     /* a * b * b */
+    {"ad_fma(a, b, ad_const(1))", INF, 2, 2, INF},                   /* a * b + 1 */
+    {"ad_div(a, b)", INF, 2, 0.5, -INF},                             /* a / b */
+    {"ad_add(ad_square(a), b)", INF, 1, INF, 1},                     /* a * a + b */
+    {"ad_add(ad_mulr(a, INFINITY), b)", 1, 1, INF, 1},               /* a * inf + b */
+    {"ad_add(ad_divr(a, 0), b)", 1, 1, INF, 1},                      /* a / 0.0 + b */
+    {"ad_add(ad_rpow(2, a), b)", INF, 1, INF, 1},                    /* 2.0 ** a + b */
+    {"ad_add(ad_pow(a, ad_const(2)), b)", INF, 1, INF, 1},           /* a ** 2 + b */
+    {"ad_add(ad_exp(a), b)", INF, 1, INF, 1},                        /* torch.exp(a) + b */
+    {"ad_add(ad_exp2(a), b)", INF, 1, INF, 1},                       /* torch.exp2(a) + b */
+    {"ad_add(ad_expm1(a), b)", INF, 1, INF, 1},                      /* torch.expm1(a) + b */
+    {"ad_add(ad_log(a), b)", 0, 1, INF, 1},                          /* torch.log(a) + b */
+    {"ad_add(ad_log2(a), b)", 0, 1, INF, 1},                         /* torch.log2(a) + b */
+    {"ad_add(ad_log10(a), b)", 0, 1, INF, 1},                        /* torch.log10(a) + b */
+    {"ad_add(ad_log1p(a), b)", -1, 1, INF, 1},                       /* torch.log1p(a) + b */
+    {"ad_add(ad_sinh(a), b)", 1000, 1, INF, 1},                      /* torch.sinh(a) + b */
+    {"ad_add(ad_cosh(a), b)", 1000, 1, INF, 1},                      /* torch.cosh(a) + b */
+    {"ad_add(ad_atanh(a), b)", 1, 1, INF, 1},                        /* torch.atanh(a) + b */
+};
+#define N_INF_CASES ((int)(sizeof INF_CASES / sizeof *INF_CASES))
+
+static void infinite_points(clmad_dtype dtype)
+{
+    clmad_context *ctx = test_context();
+    char src[4096];
+    size_t used = (size_t)snprintf(src, sizeof src, "T inf_vocab(T sel, T a, T b)\n{\n    switch ((int)ad_val(sel)) {\n");
+    for (int c = 0; c < N_INF_CASES; c++)
+        used += (size_t)snprintf(src + used, sizeof src - used, "    case %d: return %s;\n", c, INF_CASES[c].call);
+    snprintf(src + used, sizeof src - used, "    }\n    return ad_const(0);\n}\n");
+    clmad_kernel *k;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, src, "inf_vocab", 3, 1, &k));
+    size_t n = N_INF_CASES;
+    double host[3][N_INF_CASES];
+    for (int c = 0; c < N_INF_CASES; c++)
+        host[0][c] = c, host[1][c] = INF_CASES[c].a, host[2][c] = INF_CASES[c].b;
+    const int f32 = dtype == CLMAD_F32;
+    const size_t es = clmad_dtype_size(dtype);
+    char buf[N_INF_CASES * sizeof(double)];
+    clmad_tensor *in[3];
+    for (int j = 0; j < 3; j++) {
+        for (int c = 0; c < N_INF_CASES; c++) {
+            if (f32)
+                ((float *)buf)[c] = (float)host[j][c];
+            else
+                ((double *)buf)[c] = host[j][c];
+        }
+        CHECK_OK(ctx, clmad_tensor_create(ctx, dtype, 1, &n, buf, &in[j]));
+    }
+    const int active[3] = {0, 1, 1};
+    clmad_tensor *y, *p[3];
+    CHECK_OK(ctx, clmad_broadcast_partials(ctx, k, in, active, &y, p));
+    for (int j = 1; j < 3; j++) {
+        CHECK_OK(ctx, clmad_tensor_read(p[j], buf, n * es));
+        for (int c = 0; c < N_INF_CASES; c++) {
+            const double got = f32 ? ((float *)buf)[c] : ((double *)buf)[c];
+            const double want = j == 1 ? INF_CASES[c].da : INF_CASES[c].db;
+            cr_expect(got == want, "%s %s at (%g, %g): d/d%c = %g, PyTorch %g", f32 ? "f32" : "f64",
+                      INF_CASES[c].call, INF_CASES[c].a, INF_CASES[c].b, j == 1 ? 'a' : 'b', got, want);
+        }
+        clmad_tensor_release(p[j]);
+    }
+    clmad_tensor_release(y);
+    for (int j = 0; j < 3; j++)
+        clmad_tensor_release(in[j]);
+    clmad_kernel_release(k);
+    clmad_context_release(ctx);
+}
+
+Test(vocabulary, infinite_points_f32) { infinite_points(CLMAD_F32); }
+Test(vocabulary, infinite_points_f64) { infinite_points(CLMAD_F64); }
+
+/* The wrapper's adjoint-times-partial products: y0 = a, y1 = b, then
+ * L = sum(exp(y0) + y1) at a = 1000: the adjoint of y0 is inf, and
+ * d y0 / d b = 0 must give b the gradient 1, not inf * 0 = NaN. PyTorch:
+ *   a = torch.tensor(1000., requires_grad=True); b = torch.tensor(1., requires_grad=True)
+ *   (torch.exp(a) + b).backward()   # a.grad = inf, b.grad = 1 (f32 and f64) */
+Test(vocabulary, infinite_adjoint_times_zero_partial)
+{
+    clmad_context *ctx = test_context();
+    clmad_kernel *two, *loss_k;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, "void two(T a, T b, T *y0, T *y1) { *y0 = a; *y1 = b; }\n", "two", 2, 2,
+                                      &two));
+    CHECK_OK(ctx, clmad_kernel_create(ctx, "T L(T p, T q) { return exp(p) + q; }\n", "L", 2, 1, &loss_k));
+    for (int dt = 0; dt < 2; dt++)
+        for (int policy = CLMAD_PARTIALS_STORE; policy <= CLMAD_PARTIALS_RECOMPUTE; policy++) {
+            const clmad_dtype dtype = dt ? CLMAD_F64 : CLMAD_F32;
+            CHECK_OK(ctx, clmad_set_partials_policy(ctx, (clmad_partials_policy)policy));
+            size_t n = 3;
+            clmad_tensor *a, *b, *y[2], *l, *loss, *ga, *gb;
+            CHECK_OK(ctx, clmad_tensor_fill(ctx, dtype, 1, &n, 1000, &a));
+            CHECK_OK(ctx, clmad_tensor_fill(ctx, dtype, 1, &n, 1, &b));
+            CHECK_OK(ctx, clmad_tensor_set_requires_grad(a, 1));
+            CHECK_OK(ctx, clmad_tensor_set_requires_grad(b, 1));
+            clmad_tensor *in[2] = {a, b};
+            CHECK_OK(ctx, clmad_broadcast(ctx, two, in, y));
+            CHECK_OK(ctx, clmad_broadcast(ctx, loss_k, y, &l));
+            CHECK_OK(ctx, clmad_sum(ctx, l, 0, NULL, 0, &loss));
+            CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+            CHECK_OK(ctx, clmad_tensor_grad(a, &ga));
+            CHECK_OK(ctx, clmad_tensor_grad(b, &gb));
+            double buf[3];
+            float fbuf[3];
+            clmad_tensor *g[2] = {ga, gb};
+            for (int j = 0; j < 2; j++) {
+                CHECK_OK(ctx, clmad_tensor_read(g[j], dt ? (void *)buf : (void *)fbuf, n * clmad_dtype_size(dtype)));
+                for (size_t e = 0; e < n; e++) {
+                    const double got = dt ? buf[e] : fbuf[e], want = j ? 1 : INF;
+                    cr_expect(got == want, "%s, policy %d: d/d%c at %zu = %g, PyTorch %g", dt ? "f64" : "f32",
+                              policy, j ? 'b' : 'a', e, got, want);
+                }
+            }
+            clmad_tensor *all[] = {a, b, y[0], y[1], l, loss, ga, gb};
+            for (int i = 0; i < 8; i++)
+                clmad_tensor_release(all[i]);
+        }
+    clmad_kernel_release(two);
+    clmad_kernel_release(loss_k);
+    clmad_context_release(ctx);
+}

@@ -6,11 +6,11 @@
 const char *clmad__kernel_name(clmad_mode mode)
 {
     switch (mode) {
-    case CLMAD_MODE_PRIMAL: return "clmad_bcast_primal";
-    case CLMAD_MODE_PARTIALS: return "clmad_bcast_partials";
-    case CLMAD_MODE_JVP: return "clmad_bcast_jvp";
-    case CLMAD_MODE_VJP: return "clmad_bcast_vjp";
-    default: return "clmad_bcast_stored";
+    case CLMAD_MODE_PRIMAL: return "clmad__bcast_primal";
+    case CLMAD_MODE_PARTIALS: return "clmad__bcast_partials";
+    case CLMAD_MODE_JVP: return "clmad__bcast_jvp";
+    case CLMAD_MODE_VJP: return "clmad__bcast_vjp";
+    default: return "clmad__bcast_stored";
     }
 }
 

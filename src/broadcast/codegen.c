@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The generated program: prelude, helpers, the user's source and the
- * wrapper kernel, whose arguments are the list of clmad__kernel_arguments
- * (codegen.h) and whose body is codegen_body.c's.
+ * The generated program: prelude, helpers, the wrapper kernel (its
+ * arguments are the list of clmad__kernel_arguments, codegen.h; its body
+ * is codegen_body.c's), then the user's source and the one function that
+ * calls into it.
  * Seeds are static: each chunk is its own variant, so the compiler sees the
  * constant 0/1 seeds and folds the partials that cannot be non-zero.
  */
@@ -42,11 +43,9 @@ static void emit_prelude(clmad_strbuf *sb, const clmad_variant *v)
     clmad__sb_append(sb, clmad__embedded_source("clmad_ad.clh"));
 }
 
-/* Before the user's source, where its macros cannot reach them: the
- * wrapper's access to T (a constant, a seeded input, an input with its
- * tangent, the value, partial s), so that it names no field of T after
- * the user's source. AD_INLINE: they vanish, and the seeds stay constants
- * the compiler folds. */
+/* The wrapper's access to T (a constant, a seeded input, an input with its
+ * tangent, the value, partial s). AD_INLINE: they vanish, and the seeds
+ * stay constants the compiler folds. */
 static void emit_helpers(clmad_strbuf *sb, const clmad_variant *v)
 {
     clmad__sb_append(sb, "AD_INLINE T clmad__const(real x) { return ad_const(x); }\n"
@@ -62,26 +61,55 @@ static void emit_helpers(clmad_strbuf *sb, const clmad_variant *v)
                              "return r; }\n");
 }
 
+/* The call of the user's function, through clmad__call: declared before
+ * the wrapper kernel (AD_INLINE: it vanishes), defined after the user's
+ * source as the one place that names the user's function. */
+static void emit_call_head(clmad_strbuf *sb, const clmad_variant *v, const char *before)
+{
+    clmad__sb_printf(sb, "%s%s clmad__call(", before, v->n_outputs == 1 ? "T" : "void");
+    clmad__emit_call_arguments(sb, v, "T ", "__private T *");
+    clmad__sb_append(sb, ")");
+}
+
+/* After the user's source: the definition of clmad__call, whose few words
+ * (T, void, return, __private) are set aside from the user's macros. */
+static void emit_call_definition(clmad_strbuf *sb, const clmad_variant *v, const char *fn)
+{
+    static const char *const words[] = {"T", "void", "return", "__private", NULL};
+    clmad__unmacro(sb, words);
+    clmad__sb_append(sb, "#line 1 \"clmad-call\"\n");
+    emit_call_head(sb, v, "");
+    clmad__sb_printf(sb, "\n{\n    %s%s(", v->n_outputs == 1 ? "return " : "", fn);
+    clmad__emit_call_arguments(sb, v, "", "");
+    clmad__sb_append(sb, ");\n}\n");
+    clmad__remacro(sb, words);
+}
+
 int clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char *user_source,
                             const char *fn_name, int force_inline)
 {
     emit_prelude(sb, v);
+    /* clang's first pass over the program cannot vectorise (POCL does, when
+     * it compiles the kernel) and would warn that the wrapper loop's
+     * vectorize request failed. */
+    clmad__sb_append(sb, "#pragma clang diagnostic ignored \"-Wpass-failed\"\n");
     if (v->mode == CLMAD_MODE_STORED) {
         /* Stored partials only: the user's function is not called, and the
          * program is the same for every kernel (one entry in the caches). */
-        clmad__sb_append(sb, "#pragma clang diagnostic ignored \"-Wpass-failed\"\n"
-                             "#line 1 \"clmad-generated\"\n");
+        clmad__sb_append(sb, "#line 1 \"clmad-generated\"\n");
         clmad__emit_signature(sb, v);
-        clmad__emit_body(sb, v, fn_name);
+        clmad__emit_body(sb, v);
         return 0;
     }
-    /* clang's first pass over the program cannot vectorise (POCL does, when
-     * it compiles the kernel) and would warn that the wrapper loop's
-     * vectorize request failed. Here, where the user's macros cannot
-     * reach it. */
-    clmad__sb_append(sb, "#pragma clang diagnostic ignored \"-Wpass-failed\"\n"
-                         "#line 1 \"clmad-helpers\"\n");
+    /* The whole wrapper kernel comes before the user's source, where no
+     * user macro (get_global_id, ulong, __kernel, min, ...) or declaration
+     * can change it; it reaches the user's function through clmad__call. */
+    clmad__sb_append(sb, "#line 1 \"clmad-helpers\"\n");
     emit_helpers(sb, v);
+    emit_call_head(sb, v, "AD_INLINE ");
+    clmad__sb_append(sb, ";\n#line 1 \"clmad-generated\"\n");
+    clmad__emit_signature(sb, v);
+    clmad__emit_body(sb, v);
     /* Force-inline the user's functions: on POCL a dual-typed user function
      * left as a call keeps the work-item loop from vectorising (measured
      * 1.5-1.7x on the HM-LSTM cell, f32, K = 4). Only where the compiler is
@@ -103,8 +131,6 @@ int clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char
         clmad__sb_append(sb, "#pragma clang attribute pop\n");
         clmad__remacro(sb, words);
     }
-    clmad__sb_append(sb, "#line 1 \"clmad-generated\"\n");
-    clmad__emit_signature(sb, v);
-    clmad__emit_body(sb, v, fn_name);
+    emit_call_definition(sb, v, fn_name);
     return first_line;
 }

@@ -94,10 +94,14 @@ int clmad__kernel_arguments(const clmad_variant *v, clmad_kernel_arg *args);
  * the identity of a kernel's cached variants. */
 int clmad__variant_equal(const clmad_variant *a, const clmad_variant *b);
 
-/* Appends the complete program for v: prelude, vocabulary, the user's source
- * under `#line 1 "source"`, and the wrapper kernel (clmad__kernel_name).
- * force_inline wraps the user's source in a clang pragma that makes its
- * functions always_inline (only where the compiler takes it: context.c).
+/* Appends the complete program for v: prelude, vocabulary, the wrapper
+ * kernel (clmad__kernel_name), then the user's source under
+ * `#line 1 "source"` and the function through which the kernel calls
+ * fn_name. The kernel precedes the user's source, so that no user macro
+ * or declaration reaches it; the words after it are set aside from the
+ * user's macros (clmad__unmacro). force_inline wraps the user's source in
+ * a clang pragma that makes its functions always_inline (only where the
+ * compiler takes it: context.c).
  * Returns the line of the program that holds the user's line 1, for
  * compilers that ignore #line (clmad__map_build_log). */
 int clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char *user_source,
@@ -116,16 +120,23 @@ int clmad__log_blames_T(const char *log);
 /* Parts of clmad__generate_program: the signature from the argument list
  * (arguments.c) and the body (codegen_body.c). */
 void clmad__emit_signature(clmad_strbuf *sb, const clmad_variant *v);
-void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v, const char *fn);
+void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v);
 
-/* Sets aside the user's macros named like the words (NULL-terminated) of a
- * pragma written after the user's source, and restores them after it:
- * clang expands macros in a pragma's arguments (`#define pop`). */
+/* The arguments of the user's function, clmad__a<j> for the inputs and,
+ * with several outputs, clmad__b<o>, each after `input` or `output` (a
+ * type, "&", or nothing). */
+void clmad__emit_call_arguments(clmad_strbuf *sb, const clmad_variant *v, const char *input, const char *output);
+
+/* Sets aside the user's macros named like the words (NULL-terminated) of
+ * code or a pragma written after the user's source, and restores them
+ * after it: clang expands macros in a pragma's arguments too (`#define
+ * pop`). */
 void clmad__unmacro(clmad_strbuf *sb, const char *const *words);
 void clmad__remacro(clmad_strbuf *sb, const char *const *words);
 
-/* Name of the generated kernel: clmad_bcast_<mode> (primal, partials, jvp,
- * vjp, stored), so that profilers and POCL's kernel cache tell them apart
+/* Name of the generated kernel: clmad__bcast_<mode> (primal, partials,
+ * jvp, vjp, stored), in the reserved prefix (no user function can take
+ * it), so that profilers and POCL's kernel cache tell them apart
  * (scripts/check-vector.sh reads the latter). */
 const char *clmad__kernel_name(clmad_mode mode);
 

@@ -53,7 +53,8 @@ static void emit_index(clmad_strbuf *sb, const clmad_variant *v, int j)
  * output (VJP, through its helper: emit_helpers). One expression for
  * VJP and STORED, so that RECOMPUTE and STORE agree bitwise. A scaled
  * adjoint is (adj * scale) before the product, as the expanded adjoint it
- * stands for would have been. */
+ * stands for would have been. Each product is clmad__adjoint_times: a zero
+ * partial gives 0 under an infinite adjoint (cl/clmad_ad.clh). */
 static void emit_gradients(clmad_strbuf *sb, const clmad_variant *v)
 {
     for (int s = 0; s < v->K; s++) {
@@ -64,13 +65,13 @@ static void emit_gradients(clmad_strbuf *sb, const clmad_variant *v)
                 continue;
             const char *at = v->adj_scalar & (1u << o) ? "0" : "clmad__e";
             if (v->adj_scaled & (1u << o))
-                clmad__sb_printf(sb, "%s(clmad__adj%d[%s] * clmad__adjs%d[0]) * ", sep, o, at, o);
+                clmad__sb_printf(sb, "%sclmad__adjoint_times(clmad__adj%d[%s] * clmad__adjs%d[0], ", sep, o, at, o);
             else
-                clmad__sb_printf(sb, "%sclmad__adj%d[%s] * ", sep, o, at);
+                clmad__sb_printf(sb, "%sclmad__adjoint_times(clmad__adj%d[%s], ", sep, o, at);
             if (v->mode == CLMAD_MODE_STORED)
-                clmad__sb_printf(sb, "clmad__p%d_%d[clmad__e]", o, s);
+                clmad__sb_printf(sb, "clmad__p%d_%d[clmad__e])", o, s);
             else
-                clmad__sb_printf(sb, "clmad__d%d(clmad__b%d)", s, o);
+                clmad__sb_printf(sb, "clmad__d%d(clmad__b%d))", s, o);
             sep = " + ";
         }
         if (v->accumulate[s])
@@ -105,6 +106,15 @@ static void emit_row_offsets(clmad_strbuf *sb, const clmad_variant *v)
     }
 }
 
+void clmad__emit_call_arguments(clmad_strbuf *sb, const clmad_variant *v, const char *input, const char *output)
+{
+    for (int j = 0; j < v->n_inputs; j++)
+        clmad__sb_printf(sb, "%s%sclmad__a%d", j ? ", " : "", input, j);
+    if (v->n_outputs > 1)
+        for (int o = 0; o < v->n_outputs; o++)
+            clmad__sb_printf(sb, ", %sclmad__b%d", output, o);
+}
+
 void clmad__unmacro(clmad_strbuf *sb, const char *const *words)
 {
     for (; *words; words++)
@@ -117,7 +127,7 @@ void clmad__remacro(clmad_strbuf *sb, const char *const *words)
         clmad__sb_printf(sb, "#pragma pop_macro(\"%s\")\n", *words);
 }
 
-void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v, const char *fn)
+void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v)
 {
     if (v->items > 1) {
         /* A loop over this work-item's elements that clang's loop vectoriser
@@ -134,14 +144,10 @@ void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v, const char *fn)
         /* Two 256-bit registers per value (16 floats, 8 doubles): on the
          * HM-LSTM cell 1.3x faster than the vectoriser's own choice of one
          * (the transcendental functions are latency-bound chains). */
-        static const char *const words[] = {"vectorize", "assume_safety", "vectorize_width", "interleave",
-                                            "disable", NULL};
-        clmad__unmacro(sb, words);
         clmad__sb_printf(sb, "    #pragma clang loop vectorize(assume_safety) vectorize_width(%d) "
                              "interleave(disable)\n"
                              "    for (ulong clmad__e = clmad__first; clmad__e < clmad__last; clmad__e++) {\n",
                          v->dtype == CLMAD_F64 ? 8 : 16);
-        clmad__remacro(sb, words);
     } else {
         clmad__sb_append(sb, "{\n    const ulong clmad__e = get_global_id(0);\n"
                              "    if (clmad__e >= clmad__n)\n        return;\n    {\n");
@@ -178,8 +184,8 @@ void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v, const char *fn)
                                  "    clmad__r /= clmad__dim%d;\n", d, d, d);
         clmad__sb_append(sb, "    const ulong clmad__c0 = clmad__r;\n");
     }
-    /* Inputs through the helpers of emit_helpers: no field of T is named
-     * after the user's source. */
+    /* Inputs through the helpers of emit_helpers: the wrapper names no
+     * field of T. */
     for (int j = 0; j < v->n_inputs; j++) {
         const int seeded = (v->mode == CLMAD_MODE_PARTIALS || v->mode == CLMAD_MODE_VJP) && v->slot[j] >= 0;
         const int tangent = v->mode == CLMAD_MODE_JVP && v->slot[j];
@@ -198,15 +204,8 @@ void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v, const char *fn)
     }
     for (int o = 0; o < v->n_outputs; o++)
         clmad__sb_printf(sb, "    T clmad__b%d;\n", o);
-    if (v->n_outputs == 1)
-        clmad__sb_printf(sb, "    clmad__b0 = %s(", fn);
-    else
-        clmad__sb_printf(sb, "    %s(", fn);
-    for (int j = 0; j < v->n_inputs; j++)
-        clmad__sb_printf(sb, "%sclmad__a%d", j ? ", " : "", j);
-    if (v->n_outputs > 1)
-        for (int o = 0; o < v->n_outputs; o++)
-            clmad__sb_printf(sb, ", &clmad__b%d", o);
+    clmad__sb_append(sb, v->n_outputs == 1 ? "    clmad__b0 = clmad__call(" : "    clmad__call(");
+    clmad__emit_call_arguments(sb, v, "", "&");
     clmad__sb_append(sb, ");\n");
     if (v->mode == CLMAD_MODE_VJP) {
         emit_gradients(sb, v);

@@ -5,6 +5,7 @@
 #include "broadcast/variants.h"
 #include "base/strings.h"
 #include "runtime/context.h"
+#include "lower/kernel_check.h"
 #include "lower/lower.h"
 #include "runtime/context_guard.h"
 
@@ -84,6 +85,13 @@ clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const c
                            fn_name, n_inputs, n_outputs, CLMAD_MAX_INPUTS, CLMAD_MAX_OUTPUTS);
     char msg[1024], *note = NULL, *lowered = NULL;
     clmad_status lowering = clmad__lower(source, &lowered, msg, sizeof msg, &note);
+    if (lowering == CLMAD_OK) {
+        lowering = clmad__lower_check_kernel(source, fn_name, n_inputs, n_outputs, msg, sizeof msg);
+        if (lowering != CLMAD_OK) {
+            free(lowered);
+            free(note);
+        }
+    }
     if (lowering != CLMAD_OK)
         return clmad__fail(ctx, lowering, "kernel \"%s\": %s", fn_name, msg);
     clmad_kernel *k = calloc(1, sizeof *k);

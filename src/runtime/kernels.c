@@ -31,7 +31,7 @@ clmad_status clmad__cached_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_k
         *kernel = *slot;
         return CLMAD_OK;
     }
-    /* real and real8 come from cl/real.clh, which each file includes. */
+    /* real and clmad__real8 come from cl/real.clh, which each file includes. */
     clmad_strbuf sb = {0};
     clmad__sb_printf(&sb, "#define CLMAD_REAL_DOUBLE %d\n#line 1 \"%s\"\n", dtype == CLMAD_F64,
                      KERNELS[id].file);

@@ -503,7 +503,8 @@ CLMAD_API clmad_status clmad_context_staging(clmad_context *ctx, size_t bytes, c
 /** Adds a reference; returns t. */
 CLMAD_API clmad_tensor *clmad_tensor_retain(clmad_tensor *t);
 
-/** Drops a reference; the last one returns the device buffer to the pool,
+/** Drops a reference (inside a scope, the caller's first: see "scopes");
+ * the last one returns the device buffer to the pool,
  * and frees the context too when it was released and t was its last
  * object (see clmad_context_release). */
 CLMAD_API void clmad_tensor_release(clmad_tensor *t);
@@ -966,32 +967,46 @@ CLMAD_API clmad_status clmad_tensor_rand_normal(clmad_context *ctx, clmad_dtype 
  *
  * Every tensor that a call of ctx makes while a scope is open (the outputs
  * of builtins, broadcasts and tensor creation calls) is entered in the
- * innermost open scope, and clmad_scope_end releases one reference to each
- * that is still alive: the caller's, the one the call handed out. So within
- * a scope the caller releases nothing it made there, or, if it does, the
- * scope leaves that tensor alone (entries are forgotten when a tensor is
- * freed). What clmad keeps itself is never entered: the gradients that
- * clmad_backward accumulates (read them with clmad_tensor_grad, a new
- * reference that the caller releases as usual), stored partials, optimizer
- * state. A tensor the tape still needs stays alive through the tape's own
- * reference until the tape is cleared. Tensors made before begin (the
- * parameters) are not affected, nor are references added by
- * clmad_tensor_retain. Scopes nest; each end closes the innermost.
+ * innermost open scope, which takes a reference of its own. The call hands
+ * the caller a reference as usual; the rule is that a scope owns one
+ * reference per tensor it made, whatever the caller does with its own:
+ * - the caller need not release it: clmad_scope_end drops both the
+ *   scope's reference and the caller's;
+ * - if the caller releases it by hand inside the scope (clmad_tensor_release,
+ *   once, the first release of that tensor counting as this one), the end
+ *   drops only the scope's. When nothing else holds the tensor (no retain,
+ *   no tape node), its memory returns at once, as outside a scope;
+ * - references the caller adds with clmad_tensor_retain are the caller's:
+ *   each is released by the caller, before or after the end;
+ * - clmad_scope_keep takes the tensor out of the scope, leaving the caller
+ *   one reference from the creation (its own, or the scope's when it
+ *   released its own already) to release after the end.
+ * So a user release and the scope's end together drop exactly the
+ * references that exist, and a tensor the tape or a retain still holds
+ * stays alive through them. What clmad keeps itself is never entered: the
+ * gradients that clmad_backward accumulates (read them with
+ * clmad_tensor_grad, a new reference that the caller releases as usual),
+ * stored partials, optimizer state. A tensor the tape still needs stays
+ * alive through the tape's own reference until the tape is cleared.
+ * Tensors made before begin (the parameters) are not affected. Scopes
+ * nest; each end closes the innermost.
  */
 
 /** Opens a scope on ctx. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL),
  * CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_STATE (ctx was released). */
 CLMAD_API clmad_status clmad_scope_begin(clmad_context *ctx);
 
-/** Closes the innermost open scope of ctx, releasing the caller's reference
- * to every tensor made since its begin that is still alive and not kept.
- * Call it before clmad_context_release (after, ctx must not be used; the
- * tensors of scopes left open then stay the caller's).
+/** Closes the innermost open scope of ctx: for every tensor made since its
+ * begin and not kept, drops the scope's reference and the caller's when the
+ * caller did not release it. Call it before clmad_context_release (after,
+ * ctx must not be used; the tensors of scopes left open then stay the
+ * caller's: one clmad_tensor_release each frees them).
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_STATE (no open scope). */
 CLMAD_API clmad_status clmad_scope_end(clmad_context *ctx);
 
-/** Takes t out of its scope: the caller keeps its reference past
- * clmad_scope_end and releases t itself (a no-op for a tensor in no scope).
+/** Takes t out of its scope: the caller keeps one reference past
+ * clmad_scope_end (its own, or the scope's when it had released its own)
+ * and releases t itself (a no-op for a tensor in no scope).
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL). */
 CLMAD_API clmad_status clmad_scope_keep(clmad_tensor *t);
 

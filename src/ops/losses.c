@@ -12,13 +12,12 @@
 
 #include <stdio.h>
 
-/* Releases a temporary made here. It leaves the caller's scope first: the
- * tape may hold it still, and the scope's end must not release that
- * reference (the caller never had one). */
+/* Releases a temporary made here. It leaves the caller's scope first, so
+ * that it lives exactly as long as the tape holds it. */
 static void drop(clmad_tensor *t)
 {
     if (t) {
-        clmad__scope_forget(t);
+        clmad__scope_keep(t);
         clmad_tensor_release(t);
     }
 }
@@ -147,7 +146,7 @@ clmad_status clmad_cross_entropy(clmad_context *ctx, clmad_tensor *logits, clmad
     if (st == CLMAD_OK)
         st = scaled(ctx, s, -1.0 / (double)rows, out);
     if (probabilities)
-        clmad_tensor_release(t); /* the caller's target, retained above */
+        clmad__tensor_unref(t); /* the caller's target, retained above */
     else
         drop(t);
     drop(lsm);

@@ -51,7 +51,7 @@ void clmad_optimizer_release(clmad_optimizer *o)
     if (!o)
         return;
     for (int i = 0; i < o->n; i++) {
-        clmad_tensor_release(o->params[i]);
+        clmad__tensor_unref(o->params[i]);
         clmad_tensor_release(o->state[2 * i]);
         clmad_tensor_release(o->state[2 * i + 1]);
     }

@@ -198,13 +198,11 @@ clmad_tensor *clmad_tensor_retain(clmad_tensor *t)
     return t;
 }
 
-void clmad_tensor_release(clmad_tensor *t)
+static void tensor_free(clmad_tensor *t)
 {
-    if (!t || --t->refcount > 0)
-        return;
     clmad_context *ctx = t->ctx;
     clmad__scope_forget(t);
-    clmad_tensor_release(t->grad);
+    clmad__tensor_unref(t->grad);
     if (t->wrapped) {
         /* Only clmad's own references: its sub-buffer and its retain. */
         if (t->mem && t->mem != t->wrapped)
@@ -216,6 +214,28 @@ void clmad_tensor_release(clmad_tensor *t)
     }
     free(t);
     clmad__context_unref(ctx); /* the last object of a released context takes it along */
+}
+
+void clmad__tensor_unref(clmad_tensor *t)
+{
+    if (!t)
+        return;
+    if (--t->refcount == 0) {
+        tensor_free(t);
+    } else if (t->refcount == 1 && t->scope_slot && !t->scope_caller_ref) {
+        /* Only the scope's own reference is left: nobody can read t any
+         * more, so its memory returns now rather than at the scope's end. */
+        clmad__scope_forget(t);
+        tensor_free(t);
+    }
+}
+
+void clmad_tensor_release(clmad_tensor *t)
+{
+    if (!t)
+        return;
+    t->scope_caller_ref = 0; /* the caller's own reference goes first */
+    clmad__tensor_unref(t);
 }
 
 int clmad_tensor_ndim(const clmad_tensor *t)

@@ -20,6 +20,9 @@ struct clmad_tensor {
     cl_mem wrapped;
     size_t wrapped_offset;
     size_t scope_slot; /* 1 + its index in ctx->scope.list, or 0: not in a scope */
+    /* In a scope: 1 while the reference handed to the caller at creation is
+     * unreleased (the scope's end drops it with the scope's own). */
+    int scope_caller_ref;
     /* Reverse mode (see tape.h). */
     int requires_grad;         /* leaf: set by the user; outputs of recorded ops: 1 */
     clmad_tensor *grad;        /* leaf gradient accumulated by backward, or NULL */
@@ -42,6 +45,12 @@ clmad_status clmad__check_same_context(clmad_context *ctx, const clmad_tensor *t
  * memory. The caller gives it a buffer and retains ctx for it. */
 clmad_tensor *clmad__tensor_header(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
                                    size_t numel);
+
+/* Drops a reference that clmad itself holds (one it took with
+ * clmad_tensor_retain: the tape's, a node's, an optimizer's). Unlike
+ * clmad_tensor_release, never counts as the caller's release of the
+ * reference a call handed out inside a scope. NULL is ignored. */
+void clmad__tensor_unref(clmad_tensor *t);
 
 /* Size in bytes of the tensor's elements. */
 size_t clmad__tensor_bytes(const clmad_tensor *t);

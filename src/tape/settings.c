@@ -53,6 +53,6 @@ void clmad_tensor_zero_grad(clmad_tensor *t)
 {
     if (!t)
         return;
-    clmad_tensor_release(t->grad);
+    clmad__tensor_unref(t->grad);
     t->grad = NULL;
 }

@@ -8,9 +8,11 @@
  * - Every fallible call returns a clmad_status; CLMAD_OK is 0. Results come
  *   back through out-parameters, which are left untouched on failure.
  * - After a failure, clmad_last_error(ctx) describes it: which argument,
- *   which device, the OpenCL error name and code, the compiler's log. Calls
- *   that have no context yet (clmad_context_create, device listing) leave
- *   their message in clmad_last_error(NULL), which is per thread.
+ *   which device, the OpenCL error name and code, the compiler's log, also
+ *   when the failed call was given a NULL where its context would come
+ *   from. clmad_last_error(NULL) is this thread's last failure, whatever
+ *   its context (calls that have no context yet, clmad_context_create and
+ *   device listing, are read there).
  * - Ownership is stated per call. Objects are released by their _release
  *   call; releasing NULL is a no-op.
  * - Tensors and kernels belong to the context that made them. A call given
@@ -334,16 +336,32 @@ CLMAD_API clmad_status clmad_context_tuning(const clmad_context *ctx, clmad_tuni
 CLMAD_API clmad_status clmad_tuning_save(clmad_context *ctx, const clmad_tuning *tuning);
 
 /**
- * The message of the last failure on ctx (or on this thread, for ctx NULL).
- * The string is owned by clmad and valid until the next failing call on the
- * same context (thread); a thread's message is freed when the thread exits.
- * Empty if nothing failed.
+ * The message of the last failed call, where the caller looks, whatever
+ * that call's arguments:
+ * - a failure is recorded on the context the call was given (or, for calls
+ *   taking only tensors or kernels, the context they belong to); a call
+ *   that has no context to record on (a NULL ctx or tensor, device listing,
+ *   clmad_context_create) records it as this thread's message without a
+ *   context;
+ * - clmad_last_error(ctx) is the newer of ctx's last failure (on whichever
+ *   thread it was used) and this thread's last failure without a context,
+ *   so that a check of any call on ctx, e.g. clmad_tensor_read(NULL, ...)
+ *   reached from a NULL gradient, prints that call's message. Failures on
+ *   another context, or another thread's without a context, never show
+ *   here;
+ * - clmad_last_error(NULL) is this thread's last failure of any call, on
+ *   any context.
+ * The string is owned by clmad and valid until the next failure on the
+ * same context (ctx's message) or on this thread (the thread's: a failure
+ * without a context, for both forms; any failure, for NULL); a thread's
+ * messages are freed when the thread exits. clmad_context_create empties
+ * this thread's messages. Empty if nothing failed.
  */
 CLMAD_API const char *clmad_last_error(const clmad_context *ctx);
 
 /**
- * Records a message as the last error of ctx (of this thread for ctx NULL)
- * and returns s: for components built on clmad (clmad_mpi is one), so that
+ * Records a message as the last error of ctx (as this thread's failure
+ * without a context for ctx NULL: see clmad_last_error) and returns s: for components built on clmad (clmad_mpi is one), so that
  * their failures reach clmad_last_error as clmad's own do:
  *     return clmad_set_error(ctx, CLMAD_ERR_INVALID_ARGUMENT, "mylib_step: n %d < 0", n);
  * fmt is a printf format (NULL records "(no message)"). The message

@@ -61,7 +61,7 @@ clmad_status clmad_context_create_cl(cl_context context, cl_device_id device,
                                      clmad_context **out)
 {
     static const char call[] = "clmad_context_create_cl";
-    clmad__clear_error(NULL);
+    clmad__clear_thread_error();
     if (!out || !context || !device)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call,
                            !out ? "ctx" : !context ? "context" : "device");

@@ -1083,7 +1083,9 @@ typedef struct clmad_optimizer clmad_optimizer;
  * parameter's shape and dtype, outside any scope. The caller owns *out and
  * releases it with clmad_optimizer_release; the parameters stay the
  * caller's too. The formulas, per element of a parameter p with gradient g
- * at step t (1, 2, ...), are PyTorch's:
+ * at its step t (1, 2, ...: the steps that updated p, which skip those
+ * where p had no gradient, PyTorch's per-parameter state['step']), are
+ * PyTorch's:
  *   SGD:   d = g + wd p; with momentum: v = mu v + d, d = nesterov ? d + mu v : v;
  *          p = p - lr d
  *   Adam:  g = g + wd p (AdamW instead: p = p (1 - lr wd));
@@ -1124,7 +1126,9 @@ CLMAD_API void clmad_optimizer_zero_grad(clmad_optimizer *o);
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, lr negative or not finite). */
 CLMAD_API clmad_status clmad_optimizer_set_lr(clmad_optimizer *o, double lr);
 
-/** How many steps o has taken (0 for NULL). */
+/** How many steps o has taken (0 for NULL): the clmad_optimizer_step
+ * calls that passed their checks; a parameter's own count, the t of its bias
+ * correction, counts only the steps where it had a gradient. */
 CLMAD_API uint64_t clmad_optimizer_steps(const clmad_optimizer *o);
 
 /** Releases the optimizer, its state and its references to the parameters. */

@@ -445,7 +445,7 @@ CLMAD_API clmad_status clmad_tensor_read(clmad_tensor *t, void *host, size_t cap
 
 /** Copies numel elements from host into the tensor; size_bytes must equal
  * the tensor's size in bytes. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL,
- * another size), CLMAD_ERR_OPENCL. */
+ * another size, a read-only wrapped buffer: clmad_cl.h), CLMAD_ERR_OPENCL. */
 CLMAD_API clmad_status clmad_tensor_write(clmad_tensor *t, const void *host, size_t size_bytes);
 
 /**
@@ -456,8 +456,9 @@ CLMAD_API clmad_status clmad_tensor_write(clmad_tensor *t, const void *host, siz
  * the context's queue; later calls see the new values. Tensors that share
  * one buffer (the same cl_mem wrapped twice, clmad_cl.h) are left as they
  * are. src may be anything, the tape's tensors included.
- * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, tensors of two contexts),
- * CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE, CLMAD_ERR_STATE (the tape still holds
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, tensors of two contexts, dst a
+ * read-only wrapped buffer: clmad_cl.h), CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE,
+ * CLMAD_ERR_STATE (the tape still holds
  * dst: it is an input or an output of an operation recorded on the current
  * tape, whose backward would go wrong; copy after clmad_backward or
  * clmad_tape_clear), CLMAD_ERR_OPENCL (e.g. two overlapping sub-buffers of
@@ -501,7 +502,8 @@ CLMAD_API clmad_status clmad_staging_map(clmad_staging *s, void **host);
  * Copies the area's bytes into ts[0..n) (the layout of a gather) and
  * waits. The tensors are written in place (use it for values that the
  * tape does not hold, or for gradients after backward).
- * Errors: as clmad_staging_gather.
+ * Errors: as clmad_staging_gather, and CLMAD_ERR_INVALID_ARGUMENT for a
+ * read-only wrapped tensor (clmad_cl.h), before anything is written.
  */
 CLMAD_API clmad_status clmad_staging_scatter(clmad_staging *s, clmad_tensor *const *ts, int n);
 
@@ -1048,8 +1050,9 @@ CLMAD_API int clmad_scope_depth(const clmad_context *ctx);
  * y = alpha * x + beta * y, elementwise, in place. x may be NULL (y = beta
  * * y) and may be y itself; beta 0 does not read y (so y = alpha x, or 0
  * with x NULL, even over NaN). x must have y's shape, dtype and context.
- * Errors: CLMAD_ERR_INVALID_ARGUMENT (y NULL, x of another context),
- * CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE, CLMAD_ERR_STATE (the tape holds y),
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (y NULL, x of another context, y a
+ * read-only wrapped buffer: clmad_cl.h), CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE,
+ * CLMAD_ERR_STATE (the tape holds y),
  * CLMAD_ERR_OPENCL.
  */
 CLMAD_API clmad_status clmad_tensor_axpby(clmad_tensor *y, double alpha, clmad_tensor *x, double beta);
@@ -1092,7 +1095,8 @@ typedef struct clmad_optimizer clmad_optimizer;
  *          m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
  *          p = p - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, n < 1, a parameter NULL, of
- * another context or given twice, an option out of range: lr, momentum,
+ * another context, given twice or read-only (a wrapped CL_MEM_READ_ONLY
+ * buffer, clmad_cl.h), an option out of range: lr, momentum,
  * eps or weight_decay negative or not finite, a beta outside [0, 1),
  * nesterov without momentum), CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL.
  */

@@ -85,6 +85,11 @@ clmad_status clmad_optimizer_create(clmad_context *ctx, const clmad_optimizer_op
         if (!params[i])
             return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_optimizer_create: params[%d] is NULL", i);
         st = clmad__check_same_context(ctx, params[i], "clmad_optimizer_create", "params[%d]", i);
+        if (st == CLMAD_OK) {
+            char what[32];
+            snprintf(what, sizeof what, "params[%d]", i);
+            st = clmad__check_writable(params[i], "clmad_optimizer_create", what);
+        }
         for (int j = 0; j < i && st == CLMAD_OK; j++)
             if (params[j] == params[i])
                 return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,

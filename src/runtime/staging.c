@@ -6,6 +6,7 @@
  * unmaps first and maps again after its copies. */
 #include "runtime/tensor.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 struct clmad_staging {
@@ -114,7 +115,7 @@ void clmad__staging_drop_owned(clmad_context *ctx)
 }
 
 /* Checks the tensors and that they fit, back to back. */
-static clmad_status check(clmad_staging *s, clmad_tensor *const *ts, int n, const char *call)
+static clmad_status check(clmad_staging *s, clmad_tensor *const *ts, int n, int to_area, const char *call)
 {
     if (n < 0 || (n > 0 && !ts))
         return clmad__fail(s->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: %d tensors at %p", call, n, (const void *)ts);
@@ -123,6 +124,11 @@ static clmad_status check(clmad_staging *s, clmad_tensor *const *ts, int n, cons
         if (!ts[k])
             return clmad__fail(s->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: ts[%d] is NULL", call, k);
         clmad_status st = clmad__check_same_context(s->ctx, ts[k], call, "ts[%d]", k);
+        if (st == CLMAD_OK && !to_area) {
+            char what[32];
+            snprintf(what, sizeof what, "ts[%d]", k);
+            st = clmad__check_writable(ts[k], call, what);
+        }
         if (st != CLMAD_OK)
             return st;
         total += clmad__tensor_bytes(ts[k]);
@@ -154,7 +160,7 @@ clmad_status clmad_staging_gather(clmad_staging *s, clmad_tensor *const *ts, int
 {
     if (!s || !host)
         return clmad__fail(s ? s->ctx : NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_staging_gather: NULL argument");
-    clmad_status st = check(s, ts, n, "clmad_staging_gather");
+    clmad_status st = check(s, ts, n, 1, "clmad_staging_gather");
     if (st == CLMAD_OK)
         st = unmap(s);
     if (st == CLMAD_OK)
@@ -178,7 +184,7 @@ clmad_status clmad_staging_scatter(clmad_staging *s, clmad_tensor *const *ts, in
 {
     if (!s)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_staging_scatter: s is NULL");
-    clmad_status st = check(s, ts, n, "clmad_staging_scatter");
+    clmad_status st = check(s, ts, n, 0, "clmad_staging_scatter");
     if (st == CLMAD_OK)
         st = unmap(s);
     if (st == CLMAD_OK)

@@ -63,6 +63,17 @@ clmad_status clmad__check_same_context(clmad_context *ctx, const clmad_tensor *t
     return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: %s belongs to another context", call, name);
 }
 
+clmad_status clmad__check_writable(const clmad_tensor *t, const char *call, const char *what)
+{
+    if (!t || !t->read_only)
+        return CLMAD_OK;
+    return clmad__fail(t->ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                       "%s: %s is read-only (a wrapped CL_MEM_READ_ONLY buffer): clmad writes no "
+                       "element of it; wrap a buffer that kernels may write, or copy into a tensor "
+                       "of clmad's",
+                       call, what);
+}
+
 /* Allocates a tensor; `out` is the caller's out-parameter, checked here. */
 clmad_tensor *clmad__tensor_header(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
                                    size_t numel)
@@ -185,6 +196,9 @@ clmad_status clmad_tensor_write(clmad_tensor *t, const void *host, size_t size_b
         return clmad__fail(t->ctx, CLMAD_ERR_INVALID_ARGUMENT,
                            "clmad_tensor_write: %zu bytes given, the tensor holds %zu", size_bytes,
                            bytes);
+    clmad_status st = clmad__check_writable(t, "clmad_tensor_write", "the tensor");
+    if (st != CLMAD_OK)
+        return st;
     if (bytes == 0)
         return CLMAD_OK;
     cl_int err = clEnqueueWriteBuffer(t->ctx->queue, t->mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);

@@ -19,6 +19,7 @@ struct clmad_tensor {
      * goes to the pool. */
     cl_mem wrapped;
     size_t wrapped_offset;
+    int read_only;     /* wrapped CL_MEM_READ_ONLY: kernels may not write mem */
     size_t scope_slot; /* 1 + its index in ctx->scope.list, or 0: not in a scope */
     /* In a scope: 1 while the reference handed to the caller at creation is
      * unreleased (the scope's end drops it with the scope's own). */
@@ -39,6 +40,11 @@ struct clmad_tensor {
  * check NULL themselves, with their own rules). */
 clmad_status clmad__check_same_context(clmad_context *ctx, const clmad_tensor *t, const char *call,
                                        const char *what, ...) CLMAD_PRINTF(4, 5);
+
+/* CLMAD_ERR_INVALID_ARGUMENT, naming `call` and the argument `what`, when
+ * t is a wrapped read-only buffer (writing it is undefined in OpenCL):
+ * every call that writes into an existing tensor checks it first. */
+clmad_status clmad__check_writable(const clmad_tensor *t, const char *call, const char *what);
 
 /* A new tensor of ctx with one reference, dtype and shape (numel checked by
  * clmad__shape_numel), and no buffer yet; NULL when the host is out of

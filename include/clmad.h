@@ -966,8 +966,15 @@ CLMAD_API clmad_status clmad_tensor_item(clmad_tensor *t, double *value);
  * values agree across devices to their accuracy, not bit for bit).
  * *out is new (shape as clmad_tensor_create), owned by the caller; it does
  * not require a gradient until clmad_tensor_set_requires_grad.
- * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, bounds or std not finite,
- * hi < lo, std < 0), and those of clmad_tensor_create.
+ * Values are finite in the dtype: a range it cannot represent is refused
+ * rather than filled with inf (lo, hi, mean or std beyond the dtype's
+ * largest finite value, e.g. 1e39 in f32; hi - lo beyond it, e.g. f32 on
+ * [-3e38, 3e38]; |mean| + std zmax beyond it, zmax the largest |z| the
+ * generator makes: sqrt(-2 ln 2^-24) = 5.77 for f32, sqrt(-2 ln 2^-53) =
+ * 8.57 for f64, with a 0.1% margin).
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, NaN, hi < lo, std < 0, a
+ * range the dtype cannot represent: the message names the value and the
+ * dtype), and those of clmad_tensor_create.
  */
 CLMAD_API clmad_status clmad_tensor_rand_uniform(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
                                        double lo, double hi, uint64_t seed, clmad_tensor **out);

@@ -864,7 +864,9 @@ CLMAD_API clmad_status clmad_max(clmad_context *ctx, clmad_tensor *x, int axis, 
 CLMAD_API clmad_status clmad_logsumexp(clmad_context *ctx, clmad_tensor *x, int axis, int keepdims,
                              clmad_tensor **out);
 
-/** exp(x - logsumexp(x)) along axis: the softmax, of x's shape. */
+/** exp(x - logsumexp(x)) along axis: the softmax, of x's shape. A row
+ * (for log_softmax too) holding +inf or NaN is NaN throughout, as in
+ * PyTorch; the other rows, and their gradients, are untouched by it. */
 CLMAD_API clmad_status clmad_softmax(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor **out);
 
 /** x - logsumexp(x) along axis: the log of the softmax, without its
@@ -875,8 +877,9 @@ CLMAD_API clmad_status clmad_log_softmax(clmad_context *ctx, clmad_tensor *x, in
  * The mean squared error mean((pred - target)^2) over every element, as a
  * 0-d tensor (*out, owned by the caller): NaN for empty tensors (0/0, as
  * clmad_mean). Gradients flow to both operands (2 (pred - target) / numel
- * and its negative) when they require them. Built from recorded builtins
- * (clmad_sub, clmad_dot, clmad_mul), whose temporaries the tape holds until
+ * and its negative) when they require them; a NaN or inf element spoils
+ * only its own gradient (and the loss). Built from recorded builtins
+ * (clmad_sub, clmad_mul, clmad_dot), whose temporaries the tape holds until
  * backward. Errors: CLMAD_ERR_SHAPE (shapes differ: no broadcasting, which
  * would hide a mistake), CLMAD_ERR_DTYPE, and those of the builtins.
  */
@@ -894,9 +897,14 @@ CLMAD_API clmad_status clmad_mse_loss(clmad_context *ctx, clmad_tensor *pred, cl
  *   - of logits' shape without the last axis: class indices stored as
  *     values of the dtype (exact up to 2^24 in f32); no gradient flows to
  *     them. An index that is not an integer in [0, C) makes the loss NaN.
- * The gradient of the logits is (softmax - target) / rows. Built from
- * recorded operations (clmad_log_softmax, clmad_dot, clmad_mul); NaN over
- * zero rows. Errors: CLMAD_ERR_SHAPE (logits of rank 0 or with no classes,
+ * The gradient of the logits is (softmax - target) / rows. A bad row (a
+ * +inf or NaN logit) has a NaN gradient and makes the loss NaN, as in
+ * PyTorch, and leaves the other rows' gradients as they are; a -inf logit
+ * gives a finite gradient, and the loss PyTorch gives: finite with class
+ * indices when not at the target (the loss takes the target's term only),
+ * +inf at the target, NaN with probabilities (0 * -inf). Built from
+ * recorded operations (clmad_log_softmax, clmad_mul, clmad_where,
+ * clmad_dot); NaN over zero rows. Errors: CLMAD_ERR_SHAPE (logits of rank 0 or with no classes,
  * a target of another shape), CLMAD_ERR_DTYPE, and those of the operations.
  */
 CLMAD_API clmad_status clmad_cross_entropy(clmad_context *ctx, clmad_tensor *logits, clmad_tensor *target,

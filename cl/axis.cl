@@ -60,7 +60,11 @@ __kernel void clmad_axis_reduce(__global real *restrict dst, __global const real
 /* y = softmax (take_log 0) or log_softmax (take_log 1) of x along the axis,
  * as exp(x - m) / sum and (x - m) - log(sum), m the row's max: x - m is
  * exact for neighbouring values, where x - logsumexp would round (in f32,
- * to 6e-5 at 1000) and exp() would carry that error. */
+ * to 6e-5 at 1000) and exp() would carry that error. A row holding +inf
+ * is NaN throughout, as PyTorch's (inf - inf in its sum), so that its
+ * gradient, and the loss of a cross-entropy over it, say it: shifting by
+ * 0 there would give finite values beside a NaN (row_shift is for
+ * logsumexp, whose value at +inf is +inf). */
 __kernel void clmad_axis_softmax(__global real *restrict y, __global const real *restrict x,
                                  ulong rows, ulong n, ulong inner, int take_log)
 {
@@ -68,7 +72,8 @@ __kernel void clmad_axis_softmax(__global real *restrict y, __global const real 
     if (r >= rows)
         return;
     const ulong base = ROW_BASE(r, n, inner);
-    const real s = row_shift(row_max(x, base, n, inner)), sum = row_sumexp(x, base, n, inner, s);
+    const real m = row_max(x, base, n, inner);
+    const real s = m == INFINITY ? m : row_shift(m), sum = row_sumexp(x, base, n, inner, s);
     const real log_sum = log(sum);
     for (ulong k = 0; k < n; k++) {
         const ulong e = base + k * inner;

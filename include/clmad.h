@@ -8,9 +8,11 @@
  * - Every fallible call returns a clmad_status; CLMAD_OK is 0. Results come
  *   back through out-parameters, which are left untouched on failure.
  * - After a failure, clmad_last_error(ctx) describes it: which argument,
- *   which device, the OpenCL error name and code, the compiler's log. Calls
- *   that have no context yet (clmad_context_create, device listing) leave
- *   their message in clmad_last_error(NULL), which is per thread.
+ *   which device, the OpenCL error name and code, the compiler's log, also
+ *   when the failed call was given a NULL where its context would come
+ *   from. clmad_last_error(NULL) is this thread's last failure, whatever
+ *   its context (calls that have no context yet, clmad_context_create and
+ *   device listing, are read there).
  * - Ownership is stated per call. Objects are released by their _release
  *   call; releasing NULL is a no-op.
  * - Tensors and kernels belong to the context that made them. A call given
@@ -349,19 +351,36 @@ CLMAD_API clmad_status clmad_context_tuning(const clmad_context *ctx, clmad_tuni
 CLMAD_API clmad_status clmad_tuning_save(clmad_context *ctx, const clmad_tuning *tuning);
 
 /**
- * The message of the last failure on ctx (or on this thread, for ctx NULL).
- * The string is owned by clmad and valid until the next failing call on the
- * same context (thread); a thread's message is freed when the thread exits.
- * Empty if nothing failed. After a call refused with
- * CLMAD_ERR_CONCURRENT_USE, clmad_last_error(ctx) on the refused thread
- * gives the refusal (kept in that thread's slot: the context's belongs to
- * the thread inside it) until that thread's next call on ctx enters.
+ * The message of the last failed call, where the caller looks, whatever
+ * that call's arguments:
+ * - a failure is recorded on the context the call was given (or, for calls
+ *   taking only tensors or kernels, the context they belong to); a call
+ *   that has no context to record on (a NULL ctx or tensor, device listing,
+ *   clmad_context_create) records it as this thread's message without a
+ *   context;
+ * - clmad_last_error(ctx) is the newer of ctx's last failure (on whichever
+ *   thread it was used) and this thread's last failure without a context,
+ *   so that a check of any call on ctx, e.g. clmad_tensor_read(NULL, ...)
+ *   reached from a NULL gradient, prints that call's message. Failures on
+ *   another context, or another thread's without a context, never show
+ *   here;
+ * - clmad_last_error(NULL) is this thread's last failure of any call, on
+ *   any context.
+ * The string is owned by clmad and valid until the next failure on the
+ * same context (ctx's message) or on this thread (the thread's: a failure
+ * without a context, for both forms; any failure, for NULL); a thread's
+ * messages are freed when the thread exits. clmad_context_create empties
+ * this thread's messages. Empty if nothing failed. After a call refused
+ * with CLMAD_ERR_CONCURRENT_USE, clmad_last_error(ctx) on the refused
+ * thread gives the refusal (kept as that thread's message: the context's
+ * belongs to the thread inside it) until that thread's next call on ctx
+ * enters.
  */
 CLMAD_API const char *clmad_last_error(const clmad_context *ctx);
 
 /**
- * Records a message as the last error of ctx (of this thread for ctx NULL)
- * and returns s: for components built on clmad (clmad_mpi is one), so that
+ * Records a message as the last error of ctx (as this thread's failure
+ * without a context for ctx NULL: see clmad_last_error) and returns s: for components built on clmad (clmad_mpi is one), so that
  * their failures reach clmad_last_error as clmad's own do:
  *     return clmad_set_error(ctx, CLMAD_ERR_INVALID_ARGUMENT, "mylib_step: n %d < 0", n);
  * fmt is a printf format (NULL records "(no message)"). The message
@@ -449,7 +468,7 @@ CLMAD_API clmad_status clmad_tensor_read(clmad_tensor *t, void *host, size_t cap
 
 /** Copies numel elements from host into the tensor; size_bytes must equal
  * the tensor's size in bytes. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL,
- * another size), CLMAD_ERR_OPENCL. */
+ * another size, a read-only wrapped buffer: clmad_cl.h), CLMAD_ERR_OPENCL. */
 CLMAD_API clmad_status clmad_tensor_write(clmad_tensor *t, const void *host, size_t size_bytes);
 
 /**
@@ -460,8 +479,9 @@ CLMAD_API clmad_status clmad_tensor_write(clmad_tensor *t, const void *host, siz
  * the context's queue; later calls see the new values. Tensors that share
  * one buffer (the same cl_mem wrapped twice, clmad_cl.h) are left as they
  * are. src may be anything, the tape's tensors included.
- * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, tensors of two contexts),
- * CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE, CLMAD_ERR_STATE (the tape still holds
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, tensors of two contexts, dst a
+ * read-only wrapped buffer: clmad_cl.h), CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE,
+ * CLMAD_ERR_STATE (the tape still holds
  * dst: it is an input or an output of an operation recorded on the current
  * tape, whose backward would go wrong; copy after clmad_backward or
  * clmad_tape_clear), CLMAD_ERR_OPENCL (e.g. two overlapping sub-buffers of
@@ -505,7 +525,8 @@ CLMAD_API clmad_status clmad_staging_map(clmad_staging *s, void **host);
  * Copies the area's bytes into ts[0..n) (the layout of a gather) and
  * waits. The tensors are written in place (use it for values that the
  * tape does not hold, or for gradients after backward).
- * Errors: as clmad_staging_gather.
+ * Errors: as clmad_staging_gather, and CLMAD_ERR_INVALID_ARGUMENT for a
+ * read-only wrapped tensor (clmad_cl.h), before anything is written.
  */
 CLMAD_API clmad_status clmad_staging_scatter(clmad_staging *s, clmad_tensor *const *ts, int n);
 
@@ -525,7 +546,8 @@ CLMAD_API clmad_status clmad_context_staging(clmad_context *ctx, size_t bytes, c
 /** Adds a reference; returns t. */
 CLMAD_API clmad_tensor *clmad_tensor_retain(clmad_tensor *t);
 
-/** Drops a reference; the last one returns the device buffer to the pool,
+/** Drops a reference (inside a scope, the caller's first: see "scopes");
+ * the last one returns the device buffer to the pool,
  * and frees the context too when it was released and t was its last
  * object (see clmad_context_release). */
 CLMAD_API void clmad_tensor_release(clmad_tensor *t);
@@ -905,7 +927,9 @@ CLMAD_API clmad_status clmad_max(clmad_context *ctx, clmad_tensor *x, int axis, 
 CLMAD_API clmad_status clmad_logsumexp(clmad_context *ctx, clmad_tensor *x, int axis, int keepdims,
                              clmad_tensor **out);
 
-/** exp(x - logsumexp(x)) along axis: the softmax, of x's shape. */
+/** exp(x - logsumexp(x)) along axis: the softmax, of x's shape. A row
+ * (for log_softmax too) holding +inf or NaN is NaN throughout, as in
+ * PyTorch; the other rows, and their gradients, are untouched by it. */
 CLMAD_API clmad_status clmad_softmax(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor **out);
 
 /** x - logsumexp(x) along axis: the log of the softmax, without its
@@ -916,8 +940,9 @@ CLMAD_API clmad_status clmad_log_softmax(clmad_context *ctx, clmad_tensor *x, in
  * The mean squared error mean((pred - target)^2) over every element, as a
  * 0-d tensor (*out, owned by the caller): NaN for empty tensors (0/0, as
  * clmad_mean). Gradients flow to both operands (2 (pred - target) / numel
- * and its negative) when they require them. Built from recorded builtins
- * (clmad_sub, clmad_dot, clmad_mul), whose temporaries the tape holds until
+ * and its negative) when they require them; a NaN or inf element spoils
+ * only its own gradient (and the loss). Built from recorded builtins
+ * (clmad_sub, clmad_mul, clmad_dot), whose temporaries the tape holds until
  * backward. Errors: CLMAD_ERR_SHAPE (shapes differ: no broadcasting, which
  * would hide a mistake), CLMAD_ERR_DTYPE, and those of the builtins.
  */
@@ -935,9 +960,14 @@ CLMAD_API clmad_status clmad_mse_loss(clmad_context *ctx, clmad_tensor *pred, cl
  *   - of logits' shape without the last axis: class indices stored as
  *     values of the dtype (exact up to 2^24 in f32); no gradient flows to
  *     them. An index that is not an integer in [0, C) makes the loss NaN.
- * The gradient of the logits is (softmax - target) / rows. Built from
- * recorded operations (clmad_log_softmax, clmad_dot, clmad_mul); NaN over
- * zero rows. Errors: CLMAD_ERR_SHAPE (logits of rank 0 or with no classes,
+ * The gradient of the logits is (softmax - target) / rows. A bad row (a
+ * +inf or NaN logit) has a NaN gradient and makes the loss NaN, as in
+ * PyTorch, and leaves the other rows' gradients as they are; a -inf logit
+ * gives a finite gradient, and the loss PyTorch gives: finite with class
+ * indices when not at the target (the loss takes the target's term only),
+ * +inf at the target, NaN with probabilities (0 * -inf). Built from
+ * recorded operations (clmad_log_softmax, clmad_mul, clmad_where,
+ * clmad_dot); NaN over zero rows. Errors: CLMAD_ERR_SHAPE (logits of rank 0 or with no classes,
  * a target of another shape), CLMAD_ERR_DTYPE, and those of the operations.
  */
 CLMAD_API clmad_status clmad_cross_entropy(clmad_context *ctx, clmad_tensor *logits, clmad_tensor *target,
@@ -1007,8 +1037,15 @@ CLMAD_API clmad_status clmad_tensor_item(clmad_tensor *t, double *value);
  * values agree across devices to their accuracy, not bit for bit).
  * *out is new (shape as clmad_tensor_create), owned by the caller; it does
  * not require a gradient until clmad_tensor_set_requires_grad.
- * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, bounds or std not finite,
- * hi < lo, std < 0), and those of clmad_tensor_create.
+ * Values are finite in the dtype: a range it cannot represent is refused
+ * rather than filled with inf (lo, hi, mean or std beyond the dtype's
+ * largest finite value, e.g. 1e39 in f32; hi - lo beyond it, e.g. f32 on
+ * [-3e38, 3e38]; |mean| + std zmax beyond it, zmax the largest |z| the
+ * generator makes: sqrt(-2 ln 2^-24) = 5.77 for f32, sqrt(-2 ln 2^-53) =
+ * 8.57 for f64, with a 0.1% margin).
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, NaN, hi < lo, std < 0, a
+ * range the dtype cannot represent: the message names the value and the
+ * dtype), and those of clmad_tensor_create.
  */
 CLMAD_API clmad_status clmad_tensor_rand_uniform(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
                                        double lo, double hi, uint64_t seed, clmad_tensor **out);
@@ -1028,32 +1065,46 @@ CLMAD_API clmad_status clmad_tensor_rand_normal(clmad_context *ctx, clmad_dtype 
  *
  * Every tensor that a call of ctx makes while a scope is open (the outputs
  * of builtins, broadcasts and tensor creation calls) is entered in the
- * innermost open scope, and clmad_scope_end releases one reference to each
- * that is still alive: the caller's, the one the call handed out. So within
- * a scope the caller releases nothing it made there, or, if it does, the
- * scope leaves that tensor alone (entries are forgotten when a tensor is
- * freed). What clmad keeps itself is never entered: the gradients that
- * clmad_backward accumulates (read them with clmad_tensor_grad, a new
- * reference that the caller releases as usual), stored partials, optimizer
- * state. A tensor the tape still needs stays alive through the tape's own
- * reference until the tape is cleared. Tensors made before begin (the
- * parameters) are not affected, nor are references added by
- * clmad_tensor_retain. Scopes nest; each end closes the innermost.
+ * innermost open scope, which takes a reference of its own. The call hands
+ * the caller a reference as usual; the rule is that a scope owns one
+ * reference per tensor it made, whatever the caller does with its own:
+ * - the caller need not release it: clmad_scope_end drops both the
+ *   scope's reference and the caller's;
+ * - if the caller releases it by hand inside the scope (clmad_tensor_release,
+ *   once, the first release of that tensor counting as this one), the end
+ *   drops only the scope's. When nothing else holds the tensor (no retain,
+ *   no tape node), its memory returns at once, as outside a scope;
+ * - references the caller adds with clmad_tensor_retain are the caller's:
+ *   each is released by the caller, before or after the end;
+ * - clmad_scope_keep takes the tensor out of the scope, leaving the caller
+ *   one reference from the creation (its own, or the scope's when it
+ *   released its own already) to release after the end.
+ * So a user release and the scope's end together drop exactly the
+ * references that exist, and a tensor the tape or a retain still holds
+ * stays alive through them. What clmad keeps itself is never entered: the
+ * gradients that clmad_backward accumulates (read them with
+ * clmad_tensor_grad, a new reference that the caller releases as usual),
+ * stored partials, optimizer state. A tensor the tape still needs stays
+ * alive through the tape's own reference until the tape is cleared.
+ * Tensors made before begin (the parameters) are not affected. Scopes
+ * nest; each end closes the innermost.
  */
 
 /** Opens a scope on ctx. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL),
  * CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_STATE (ctx was released). */
 CLMAD_API clmad_status clmad_scope_begin(clmad_context *ctx);
 
-/** Closes the innermost open scope of ctx, releasing the caller's reference
- * to every tensor made since its begin that is still alive and not kept.
- * Call it before clmad_context_release (after, ctx must not be used; the
- * tensors of scopes left open then stay the caller's).
+/** Closes the innermost open scope of ctx: for every tensor made since its
+ * begin and not kept, drops the scope's reference and the caller's when the
+ * caller did not release it. Call it before clmad_context_release (after,
+ * ctx must not be used; the tensors of scopes left open then stay the
+ * caller's: one clmad_tensor_release each frees them).
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_STATE (no open scope). */
 CLMAD_API clmad_status clmad_scope_end(clmad_context *ctx);
 
-/** Takes t out of its scope: the caller keeps its reference past
- * clmad_scope_end and releases t itself (a no-op for a tensor in no scope).
+/** Takes t out of its scope: the caller keeps one reference past
+ * clmad_scope_end (its own, or the scope's when it had released its own)
+ * and releases t itself (a no-op for a tensor in no scope).
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL). */
 CLMAD_API clmad_status clmad_scope_keep(clmad_tensor *t);
 
@@ -1077,8 +1128,9 @@ CLMAD_API int clmad_scope_depth(const clmad_context *ctx);
  * y = alpha * x + beta * y, elementwise, in place. x may be NULL (y = beta
  * * y) and may be y itself; beta 0 does not read y (so y = alpha x, or 0
  * with x NULL, even over NaN). x must have y's shape, dtype and context.
- * Errors: CLMAD_ERR_INVALID_ARGUMENT (y NULL, x of another context),
- * CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE, CLMAD_ERR_STATE (the tape holds y),
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (y NULL, x of another context, y a
+ * read-only wrapped buffer: clmad_cl.h), CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE,
+ * CLMAD_ERR_STATE (the tape holds y),
  * CLMAD_ERR_OPENCL.
  */
 CLMAD_API clmad_status clmad_tensor_axpby(clmad_tensor *y, double alpha, clmad_tensor *x, double beta);
@@ -1112,14 +1164,17 @@ typedef struct clmad_optimizer clmad_optimizer;
  * parameter's shape and dtype, outside any scope. The caller owns *out and
  * releases it with clmad_optimizer_release; the parameters stay the
  * caller's too. The formulas, per element of a parameter p with gradient g
- * at step t (1, 2, ...), are PyTorch's:
+ * at its step t (1, 2, ...: the steps that updated p, which skip those
+ * where p had no gradient, PyTorch's per-parameter state['step']), are
+ * PyTorch's:
  *   SGD:   d = g + wd p; with momentum: v = mu v + d, d = nesterov ? d + mu v : v;
  *          p = p - lr d
  *   Adam:  g = g + wd p (AdamW instead: p = p (1 - lr wd));
  *          m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
  *          p = p - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, n < 1, a parameter NULL, of
- * another context or given twice, an option out of range: lr, momentum,
+ * another context, given twice or read-only (a wrapped CL_MEM_READ_ONLY
+ * buffer, clmad_cl.h), an option out of range: lr, momentum,
  * eps or weight_decay negative or not finite, a beta outside [0, 1),
  * nesterov without momentum), CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL.
  */
@@ -1153,7 +1208,9 @@ CLMAD_API void clmad_optimizer_zero_grad(clmad_optimizer *o);
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, lr negative or not finite). */
 CLMAD_API clmad_status clmad_optimizer_set_lr(clmad_optimizer *o, double lr);
 
-/** How many steps o has taken (0 for NULL). */
+/** How many steps o has taken (0 for NULL): the clmad_optimizer_step
+ * calls that passed their checks; a parameter's own count, the t of its bias
+ * correction, counts only the steps where it had a gradient. */
 CLMAD_API uint64_t clmad_optimizer_steps(const clmad_optimizer *o);
 
 /** Releases the optimizer, its state and its references to the parameters. */

@@ -91,6 +91,14 @@ CLMAD_API clmad_status clmad_context_get_cl(const clmad_context *ctx, cl_context
  * until backward or clmad_tape_clear) the caller must not change mem's
  * bytes, or backward computes with the new values. Wrapped buffers count
  * in no clmad_stats field (they are the caller's memory).
+ * A CL_MEM_READ_ONLY buffer (also a sub-buffer of one that inherits its
+ * access) gives a read-only tensor: every call that would write into it
+ * (clmad_tensor_write, clmad_tensor_copy and clmad_tensor_axpby into it,
+ * clmad_staging_scatter, clmad_optimizer_create over it, and so
+ * clmad_mpi_broadcast on the ranks that receive) fails with
+ * CLMAD_ERR_INVALID_ARGUMENT, the message saying which argument is
+ * read-only, and writes nothing. It may be read, be an input of any
+ * operation, and have a gradient (clmad's own tensor).
  * The caller owns one reference to *out.
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL ctx, mem or out; an invalid
  * buffer; a buffer of another OpenCL context or a write-only one; offset

@@ -36,7 +36,12 @@ Test(abi, set_error_on_the_thread)
     long_text[sizeof long_text - 1] = '\0';
     cr_assert_eq(clmad_set_error(NULL, CLMAD_ERR_NO_DEVICE, "thread: %s", long_text), CLMAD_ERR_NO_DEVICE);
     cr_assert_eq(strlen(clmad_last_error(NULL)), strlen("thread: ") + sizeof long_text - 1);
+    /* The newer failure is the one clmad_last_error(ctx) gives (issue 24):
+     * a message without a context, until ctx fails again. */
+    cr_assert_str_eq(clmad_last_error(ctx), clmad_last_error(NULL));
+    clmad_set_error(ctx, CLMAD_ERR_STATE, "on the context");
     cr_assert_str_eq(clmad_last_error(ctx), "on the context");
+    cr_assert_str_eq(clmad_last_error(NULL), "on the context");
     clmad_context_release(ctx);
 }
 

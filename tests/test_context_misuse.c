@@ -12,6 +12,7 @@
 #include "support.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -255,4 +256,66 @@ Test(context_misuse, released_context_refuses_new_work)
     CHECK_OK(NULL, clmad_tensor_read(x, v, sizeof v));
     cr_assert_eq(v[0], 3.0f);
     clmad_tensor_release(x);
+}
+
+/* Issue 24 item 12: the message of the last failed call is where the user
+ * looks, whatever its arguments. A call given NULL (or nothing that names a
+ * context) records its message without a context; clmad_last_error(ctx)
+ * gives it when it is newer than ctx's own (before: the previous,
+ * unrelated message of ctx, or ""), and clmad_last_error(NULL) gives the
+ * last failure of this thread, whatever its context. */
+static void *fail_without_context(void *arg)
+{
+    (void)arg;
+    clmad_scope_keep(NULL); /* "clmad_scope_keep: t is NULL", on this thread only */
+    return NULL;
+}
+
+#define EXPECT_MESSAGE(ctx, needle) \
+    cr_expect(test_contains(clmad_last_error(ctx), needle), "%s: \"%s\", not \"%s\"", #ctx, \
+              clmad_last_error(ctx), needle)
+
+Test(context_misuse, last_error_is_the_last_failed_call)
+{
+    clmad_context *a = test_context(), *b = test_context();
+    clmad_tensor *t, *g = SENTINEL;
+    size_t n = 2;
+    float v[2];
+    CHECK_OK(a, clmad_tensor_zeros(a, CLMAD_F32, 1, &n, &t));
+    cr_assert_eq(clmad_last_error(a)[0], '\0', "a fresh context has no message");
+    cr_assert_eq(clmad_tensor_read(NULL, v, sizeof v), CLMAD_ERR_INVALID_ARGUMENT);
+    EXPECT_MESSAGE(a, "clmad_tensor_read: tensor is NULL");
+
+    cr_assert_eq(clmad_tensor_read(t, v, 1), CLMAD_ERR_INVALID_ARGUMENT); /* on a */
+    EXPECT_MESSAGE(a, "host buffer holds 1 bytes");
+    EXPECT_MESSAGE(NULL, "host buffer holds 1 bytes");
+    cr_assert_eq(clmad_tensor_grad(t, NULL), CLMAD_ERR_INVALID_ARGUMENT);
+    EXPECT_MESSAGE(a, "clmad_tensor_grad: NULL argument");
+    cr_assert_eq(clmad_tensor_write(NULL, v, sizeof v), CLMAD_ERR_INVALID_ARGUMENT);
+    EXPECT_MESSAGE(a, "clmad_tensor_write: tensor is NULL");
+    cr_assert_eq(clmad_tensor_grad(NULL, &g), CLMAD_ERR_INVALID_ARGUMENT);
+    EXPECT_MESSAGE(a, "clmad_tensor_grad: NULL argument");
+    cr_assert_eq(g, SENTINEL, "out-parameter untouched");
+    cr_assert_eq(clmad_add(NULL, t, t, &g), CLMAD_ERR_INVALID_ARGUMENT);
+    EXPECT_MESSAGE(a, "ctx is NULL");
+    EXPECT_MESSAGE(b, "ctx is NULL");
+
+    /* A failure on b is b's: a keeps the newer of its own and the thread's
+     * failures without a context; NULL gives the last of all. */
+    clmad_tensor *u;
+    cr_assert_eq(clmad_tensor_zeros(b, CLMAD_F32, -1, &n, &u), CLMAD_ERR_INVALID_ARGUMENT);
+    EXPECT_MESSAGE(b, "rank -1");
+    EXPECT_MESSAGE(NULL, "rank -1");
+    EXPECT_MESSAGE(a, "ctx is NULL");
+
+    /* Another thread's failures without a context stay its own. */
+    pthread_t tid;
+    cr_assert_eq(pthread_create(&tid, NULL, fail_without_context, NULL), 0);
+    cr_assert_eq(pthread_join(tid, NULL), 0);
+    EXPECT_MESSAGE(a, "ctx is NULL");
+    EXPECT_MESSAGE(NULL, "rank -1");
+
+    clmad_tensor_release(t);
+    clmad_context_release(b);
+    clmad_context_release(a);
 }

@@ -431,6 +431,87 @@ Test(interop, bad_buffers_are_refused_with_their_reason)
     app_close(&b);
 }
 
+/* Issue 24 item 9: a CL_MEM_READ_ONLY buffer (or a sub-buffer that
+ * inherits that access) gives a read-only tensor. Every call that would
+ * write into it is refused, naming the argument, and its bytes stay as
+ * they were (before: clmad_tensor_copy and clmad_tensor_axpby wrote it,
+ * undefined in OpenCL, and the new values showed). Reading it, and using
+ * it as an input with a gradient, work. */
+Test(interop, read_only_buffers_are_never_written)
+{
+    app a = app_open();
+    clmad_context *ctx = app_clmad(&a);
+    const float init[4] = {1, 2, 3, 4}, other[4] = {-5, -6, -7, -8};
+    size_t n = 4, align = base_align(a.device);
+    cl_mem ro = app_buffer(&a, CL_MEM_READ_ONLY, 4 * sizeof(float), init);
+    cl_mem ro_big = app_buffer(&a, CL_MEM_READ_ONLY, align + 4 * sizeof(float), NULL);
+    cl_buffer_region region = {0, 4 * sizeof(float)};
+    cl_int err;
+    cl_mem sub = clCreateSubBuffer(ro_big, 0, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+    cr_assert_eq(err, CL_SUCCESS);
+    clmad_tensor *t[2], *src, *p;
+    CHECK_OK(ctx, clmad_tensor_wrap_cl(ctx, ro, 0, CLMAD_F32, 1, &n, &t[0]));
+    CHECK_OK(ctx, clmad_tensor_wrap_cl(ctx, sub, 0, CLMAD_F32, 1, &n, &t[1]));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 1, &n, other, &src));
+    clmad_staging *stage;
+    CHECK_OK(ctx, clmad_staging_create(ctx, 4 * sizeof(float), &stage));
+    for (int k = 0; k < 2; k++) {
+        const char *what = k ? "a sub-buffer of a read-only buffer" : "a read-only buffer";
+        struct {
+            clmad_status st;
+            const char *needle;
+        } refused[4];
+        refused[0].st = clmad_tensor_copy(t[k], src);
+        refused[0].needle = "clmad_tensor_copy: dst is read-only";
+        refused[1].st = clmad_tensor_axpby(t[k], 2.0, NULL, 0.0);
+        refused[1].needle = "clmad_tensor_axpby: y is read-only";
+        refused[2].st = clmad_tensor_write(t[k], other, sizeof other);
+        refused[2].needle = "clmad_tensor_write: the tensor is read-only";
+        refused[3].st = clmad_staging_scatter(stage, &t[k], 1);
+        refused[3].needle = "clmad_staging_scatter: ts[0] is read-only";
+        for (int c = 0; c < 4; c++) {
+            cr_expect_eq(refused[c].st, CLMAD_ERR_INVALID_ARGUMENT, "%s, \"%s\": %s", what, refused[c].needle,
+                         clmad_status_string(refused[c].st));
+            if (c == 3) /* the message of the last call, with the reason */
+                cr_expect(test_contains(clmad_last_error(ctx), refused[c].needle) &&
+                              test_contains(clmad_last_error(ctx), "CL_MEM_READ_ONLY"),
+                          "%s", clmad_last_error(ctx));
+        }
+        clmad_optimizer *o = NULL;
+        cr_assert_eq(clmad_optimizer_sgd(ctx, &t[k], 1, 0.1, 0.0, &o), CLMAD_ERR_INVALID_ARGUMENT);
+        cr_expect(test_contains(clmad_last_error(ctx), "clmad_optimizer_create: params[0] is read-only"), "%s",
+                  clmad_last_error(ctx));
+        cr_assert_null(o);
+    }
+    float got[4];
+    CHECK_OK(ctx, clmad_tensor_read(t[0], got, sizeof got));
+    for (int e = 0; e < 4; e++)
+        cr_expect_eq(got[e], init[e], "ro[%d] = %g, written", e, got[e]);
+    /* Read-only is no obstacle to reading: an input with a gradient. */
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(t[0], 1));
+    clmad_tensor *loss, *g;
+    CHECK_OK(ctx, clmad_dot(ctx, t[0], t[0], &loss));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    CHECK_OK(ctx, clmad_tensor_grad(t[0], &g));
+    CHECK_OK(ctx, clmad_tensor_read(g, got, sizeof got));
+    for (int e = 0; e < 4; e++)
+        cr_expect_eq(got[e], 2 * init[e]);
+    /* A read-write tensor is still written, and copy from a read-only one works. */
+    CHECK_OK(ctx, clmad_tensor_zeros(ctx, CLMAD_F32, 1, &n, &p));
+    CHECK_OK(ctx, clmad_tensor_copy(p, t[0]));
+    CHECK_OK(ctx, clmad_tensor_read(p, got, sizeof got));
+    cr_expect_eq(got[3], 4.0f);
+    clmad_tensor *all[] = {loss, g, p, src, t[0], t[1]};
+    for (int i = 0; i < 6; i++)
+        clmad_tensor_release(all[i]);
+    clmad_staging_release(stage);
+    clmad_context_release(ctx);
+    clReleaseMemObject(sub);
+    clReleaseMemObject(ro_big);
+    clReleaseMemObject(ro);
+    app_close(&a);
+}
+
 Test(interop, f64_needs_the_device_fp64)
 {
     app a = app_open();

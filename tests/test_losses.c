@@ -4,6 +4,7 @@
 #include "gradcheck.h"
 
 #include <math.h>
+#include <string.h>
 
 typedef struct loss_env {
     int cross_entropy;
@@ -208,4 +209,127 @@ Test(losses, losses_in_a_scope_leave_the_tape_its_temporaries)
     clmad_tensor_release(p);
     clmad_tensor_release(y);
     clmad_context_release(ctx);
+}
+
+/* Issue 24 item 6b: one bad row (an inf or NaN logit) spoils only its own
+ * row's gradient, and the loss as PyTorch's does (before: every row's
+ * gradient was NaN). The figures are PyTorch 2.15's, f64:
+ *
+ *   import torch, math; torch.set_default_dtype(torch.float64)
+ *   base = [[0.5, -1.0, 2.0], [1.0, 0.25, -0.5], [0.0, 3.0, -2.0]]
+ *   for (r, c, v) in [(1, 0, math.inf), (1, 2, math.nan), (1, 0, -math.inf), (1, 2, -math.inf)]:
+ *       for target in [torch.tensor([0, 2, 1]),
+ *                      torch.nn.functional.one_hot(torch.tensor([0, 2, 1]), 3).double()]:
+ *           x = torch.tensor(base); x[r, c] = v; x.requires_grad_(True)
+ *           loss = torch.nn.functional.cross_entropy(x, target); loss.backward()
+ *           print(repr(loss.item()), x.grad.tolist())
+ *
+ * Rows 0 and 2 of the gradient are the same in every case. */
+static const double CE_BASE[3][3] = {{0.5, -1.0, 2.0}, {1.0, 0.25, -0.5}, {0.0, 3.0, -2.0}};
+static const double CE_IDX[3] = {0, 2, 1};
+static const double CE_ROW0[3] = {-0.27490320261998774, 0.013037524423562482, 0.26186567819642526};
+static const double CE_ROW2[3] = {0.01570780550822138, -0.0178336258157021, 0.0021258203074807653};
+
+typedef struct bad_row_case {
+    int col;
+    double value;
+    double loss_idx, loss_prob; /* PyTorch's loss with indices, with one-hot probabilities */
+    double row1[3];             /* PyTorch's gradient of row 1 (NaN: NaN) */
+} bad_row_case;
+
+static int same_double(double got, double want)
+{
+    if (isnan(want))
+        return isnan(got);
+    if (isinf(want))
+        return got == want;
+    return fabs(got - want) <= 1e-12 * fmax(1.0, fabs(want));
+}
+
+static void bad_row(const bad_row_case *c, int probabilities)
+{
+    clmad_context *ctx = test_context();
+    double x[3][3];
+    memcpy(x, CE_BASE, sizeof x);
+    x[1][c->col] = c->value;
+    double onehot[3][3] = {{0}};
+    for (int r = 0; r < 3; r++)
+        onehot[r][(int)CE_IDX[r]] = 1.0;
+    size_t shape[2] = {3, 3};
+    clmad_tensor *logits, *target, *loss, *g;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 2, shape, x, &logits));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(logits, 1));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, probabilities ? 2 : 1, shape,
+                                      probabilities ? (const void *)onehot : CE_IDX, &target));
+    CHECK_OK(ctx, clmad_cross_entropy(ctx, logits, target, &loss));
+    double l;
+    CHECK_OK(ctx, clmad_tensor_item(loss, &l));
+    double want_loss = probabilities ? c->loss_prob : c->loss_idx;
+    cr_expect(same_double(l, want_loss), "x[1][%d] = %g, %s: loss %.17g, PyTorch %.17g", c->col, c->value,
+              probabilities ? "probabilities" : "indices", l, want_loss);
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    CHECK_OK(ctx, clmad_tensor_grad(logits, &g));
+    double d[3][3];
+    CHECK_OK(ctx, clmad_tensor_read(g, d, sizeof d));
+    const double *want[3] = {CE_ROW0, c->row1, CE_ROW2};
+    for (int r = 0; r < 3; r++)
+        for (int k = 0; k < 3; k++)
+            cr_expect(same_double(d[r][k], want[r][k]), "x[1][%d] = %g, %s: grad[%d][%d] = %.17g, PyTorch %.17g",
+                      c->col, c->value, probabilities ? "probabilities" : "indices", r, k, d[r][k], want[r][k]);
+    clmad_tensor_release(g);
+    clmad_tensor_release(loss);
+    clmad_tensor_release(target);
+    clmad_tensor_release(logits);
+    clmad_context_release(ctx);
+}
+
+Test(losses, cross_entropy_one_bad_row_spoils_only_itself)
+{
+    const bad_row_case cases[] = {
+        {0, INFINITY, NAN, NAN, {NAN, NAN, NAN}},
+        {2, NAN, NAN, NAN, {NAN, NAN, NAN}},
+        /* -inf in a class that is not the row's target: finite, except the
+         * loss with probabilities (PyTorch's 0 * -inf). */
+        {0, -INFINITY, 0.9777225127164014, NAN, {0.0, 0.226392899725131, -0.226392899725131}},
+        /* -inf in the target class: an infinite loss, a finite gradient. */
+        {2, -INFINITY, INFINITY, INFINITY, {0.226392899725131, 0.10694043360820234, -0.3333333333333333}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int probabilities = 0; probabilities < 2; probabilities++)
+            bad_row(&cases[i], probabilities);
+}
+
+/* The same for clmad_mse_loss: a NaN or inf element spoils only its own
+ * gradient, 2 (pred - target) / n, as PyTorch's mse_loss (before: every
+ * element's gradient was NaN). */
+Test(losses, mse_one_bad_element_spoils_only_itself)
+{
+    const double bad[2] = {NAN, INFINITY};
+    for (int b = 0; b < 2; b++) {
+        clmad_context *ctx = test_context();
+        double p[3] = {1.0, bad[b], 3.0}, t[3] = {0.5, 0.0, -1.0};
+        size_t n = 3;
+        clmad_tensor *pred, *target, *loss, *g;
+        CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, &n, p, &pred));
+        CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, &n, t, &target));
+        CHECK_OK(ctx, clmad_tensor_set_requires_grad(pred, 1));
+        CHECK_OK(ctx, clmad_mse_loss(ctx, pred, target, &loss));
+        double l, d[3];
+        CHECK_OK(ctx, clmad_tensor_item(loss, &l));
+        cr_expect(same_double(l, bad[b]), "pred[1] = %g: loss %g", bad[b], l);
+        CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+        CHECK_OK(ctx, clmad_tensor_grad(pred, &g));
+        CHECK_OK(ctx, clmad_tensor_read(g, d, sizeof d));
+        /* The bad element's own: non-finite (PyTorch's is inf at inf; here the
+         * vocabulary's 0 * inf in ad_mul's other partial may make it NaN). */
+        cr_expect(!isfinite(d[1]), "pred[1] = %g: grad[1] = %g", bad[b], d[1]);
+        for (int i = 0; i < 3; i += 2)
+            cr_expect(same_double(d[i], 2 * (p[i] - t[i]) / 3), "pred[1] = %g: grad[%d] = %g, want %g", bad[b], i,
+                      d[i], 2 * (p[i] - t[i]) / 3);
+        clmad_tensor_release(g);
+        clmad_tensor_release(loss);
+        clmad_tensor_release(target);
+        clmad_tensor_release(pred);
+        clmad_context_release(ctx);
+    }
 }

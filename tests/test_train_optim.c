@@ -248,3 +248,81 @@ Test(train_optim, parameters_without_gradient_and_errors)
     clmad_context_release(ctx2);
     clmad_context_release(ctx);
 }
+
+/* Issue 24 item 2: Adam's and AdamW's bias correction counts the steps of
+ * each parameter (PyTorch's state['step']): p1 has no gradient at step 1
+ * (its first update, at step 2, is then a full lr step), p0 none at step
+ * 3 (its count skips it). The figures are PyTorch 2.15's, f64:
+ *
+ *   import torch; torch.set_default_dtype(torch.float64)
+ *   G = [([0.1, -0.3], None), ([0.2, 0.4], [-0.5, 1.0]),
+ *        (None, [0.3, -0.2]), ([-0.1, 0.05], [0.7, 0.1])]
+ *   for make in [lambda ps: torch.optim.Adam(ps, lr=0.1),
+ *                lambda ps: torch.optim.Adam(ps, lr=0.1, weight_decay=0.1),
+ *                lambda ps: torch.optim.AdamW(ps, lr=0.1, weight_decay=0.1)]:
+ *       ps = [torch.tensor([1.0, -2.0], requires_grad=True),
+ *             torch.tensor([0.5, 3.0], requires_grad=True)]
+ *       opt = make(ps)
+ *       for gs in G:
+ *           for p, g in zip(ps, gs):
+ *               p.grad = None if g is None else torch.tensor(g)
+ *           opt.step()
+ *       print([repr(v) for p in ps for v in p.detach().tolist()])
+ *
+ * Here a gradient g comes from backward of dot(g, p). */
+static const double LATE_G[4][2][2] = {
+    {{0.1, -0.3}, {NAN, NAN}}, {{0.2, 0.4}, {-0.5, 1.0}}, {{NAN, NAN}, {0.3, -0.2}}, {{-0.1, 0.05}, {0.7, 0.1}}};
+
+static void late_parameters(clmad_optimizer_kind kind, double wd, const double want[4])
+{
+    clmad_context *ctx = test_context();
+    const double p0[2] = {1.0, -2.0}, p1[2] = {0.5, 3.0};
+    size_t n = 2;
+    clmad_tensor *p[2];
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, &n, p0, &p[0]));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, &n, p1, &p[1]));
+    for (int k = 0; k < 2; k++)
+        CHECK_OK(ctx, clmad_tensor_set_requires_grad(p[k], 1));
+    clmad_optimizer_options opt;
+    clmad_optimizer_options_init(&opt, kind);
+    opt.lr = 0.1;
+    opt.weight_decay = wd;
+    clmad_optimizer *o;
+    CHECK_OK(ctx, clmad_optimizer_create(ctx, &opt, p, 2, &o));
+    for (int s = 0; s < 4; s++) {
+        clmad_optimizer_zero_grad(o);
+        for (int k = 0; k < 2; k++) {
+            if (isnan(LATE_G[s][k][0]))
+                continue; /* no gradient for p[k] at this step */
+            clmad_tensor *g, *loss;
+            CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, &n, LATE_G[s][k], &g));
+            CHECK_OK(ctx, clmad_dot(ctx, g, p[k], &loss));
+            CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+            clmad_tensor_release(loss);
+            clmad_tensor_release(g);
+        }
+        CHECK_OK(ctx, clmad_optimizer_step(o));
+    }
+    cr_assert_eq(clmad_optimizer_steps(o), 4);
+    for (int k = 0; k < 2; k++) {
+        double got[2];
+        CHECK_OK(ctx, clmad_tensor_read(p[k], got, sizeof got));
+        for (int e = 0; e < 2; e++)
+            cr_expect_float_eq(got[e], want[2 * k + e], 1e-13, "kind %d wd %g: p%d[%d] = %.17g, PyTorch %.17g",
+                               (int)kind, wd, k, e, got[e], want[2 * k + e]);
+    }
+    clmad_optimizer_release(o);
+    clmad_tensor_release(p[0]);
+    clmad_tensor_release(p[1]);
+    clmad_context_release(ctx);
+}
+
+Test(train_optim, adam_bias_correction_per_parameter)
+{
+    const double adam[4] = {0.7614728861347055, -1.9405958332730062, 0.5795185398329179, 2.803343611320101};
+    const double adam_l2[4] = {0.7276800080908188, -1.8267324153467404, 0.5575929522632999, 2.7566044403447885};
+    const double adamw[4] = {0.7347270679004929, -1.8829903228030094, 0.5624865418421356, 2.716741637370296};
+    late_parameters(CLMAD_OPTIM_ADAM, 0.0, adam);
+    late_parameters(CLMAD_OPTIM_ADAM, 0.1, adam_l2);
+    late_parameters(CLMAD_OPTIM_ADAMW, 0.1, adamw);
+}

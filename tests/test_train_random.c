@@ -199,3 +199,73 @@ Test(train_random, bad_arguments)
     clmad_tensor_release(t);
     clmad_context_release(ctx);
 }
+
+/* Issue 24 item 8: a range the dtype cannot represent is refused (before:
+ * f32 uniform on [-3e38, 3e38] gave +inf everywhere, lo = 1e39 and std =
+ * 1e300 were accepted), and the widest accepted ranges give finite values
+ * only. */
+static void all_finite(clmad_context *ctx, clmad_tensor *t, const char *what)
+{
+    size_t n = clmad_tensor_numel(t);
+    int f64 = clmad_tensor_dtype(t) == CLMAD_F64;
+    void *v = malloc(n * (f64 ? sizeof(double) : sizeof(float)));
+    cr_assert_not_null(v);
+    CHECK_OK(ctx, clmad_tensor_read(t, v, n * (f64 ? sizeof(double) : sizeof(float))));
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += !isfinite(f64 ? ((double *)v)[i] : ((float *)v)[i]);
+    free(v);
+    cr_expect_eq(bad, 0, "%s: %zu of %zu values not finite", what, bad, n);
+}
+
+Test(train_random, ranges_the_dtype_cannot_represent)
+{
+    clmad_context *ctx = test_context();
+    size_t n = 1 << 16;
+    clmad_tensor *t = NULL;
+    struct {
+        clmad_dtype dt;
+        int normal;
+        double a, b;
+        const char *needle;
+    } refused[] = {
+        {CLMAD_F32, 0, -3e38, 3e38, "hi - lo 6e+38 is not finite in f32"},
+        {CLMAD_F32, 0, 1e39, 2e39, "lo 1e+39 is not finite in f32"},
+        {CLMAD_F32, 0, 0.0, 1e39, "hi 1e+39 is not finite in f32"},
+        {CLMAD_F32, 0, -INFINITY, 0.0, "lo -inf is not finite in f32"},
+        {CLMAD_F64, 0, -1e308, 1e308, "hi - lo inf is not finite in f64"},
+        {CLMAD_F64, 0, 0.0, INFINITY, "hi inf is not finite in f64"},
+        {CLMAD_F32, 1, 0.0, 1e300, "std 1e+300 is not finite in f32"},
+        {CLMAD_F32, 1, 1e39, 1.0, "mean 1e+39 is not finite in f32"},
+        {CLMAD_F32, 1, 0.0, 6e37, "mean 0 + std 6e+37 z overflows f32"},
+        {CLMAD_F32, 1, 3e38, 1e37, "overflows f32"},
+        {CLMAD_F64, 1, 0.0, 1e308, "mean 0 + std 1e+308 z overflows f64"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        clmad_status st = refused[i].normal
+                              ? clmad_tensor_rand_normal(ctx, refused[i].dt, 1, &n, refused[i].a, refused[i].b, 1, &t)
+                              : clmad_tensor_rand_uniform(ctx, refused[i].dt, 1, &n, refused[i].a, refused[i].b, 1, &t);
+        cr_expect_eq(st, CLMAD_ERR_INVALID_ARGUMENT, "case %zu (%s): %s", i, refused[i].needle,
+                     clmad_status_string(st));
+        if (st == CLMAD_OK) {
+            all_finite(ctx, t, refused[i].needle);
+            clmad_tensor_release(t);
+            t = NULL;
+        } else {
+            cr_expect(test_contains(clmad_last_error(ctx), refused[i].needle), "case %zu: %s", i,
+                      clmad_last_error(ctx));
+        }
+    }
+    cr_assert_null(t);
+    /* The widest accepted: finite values only. */
+    CHECK_OK(ctx, clmad_tensor_rand_uniform(ctx, CLMAD_F32, 1, &n, -1.7e38, 1.7e38, 1, &t));
+    all_finite(ctx, t, "f32 uniform on [-1.7e38, 1.7e38]");
+    clmad_tensor_release(t);
+    CHECK_OK(ctx, clmad_tensor_rand_normal(ctx, CLMAD_F32, 1, &n, 0.0, 5e37, 2, &t));
+    all_finite(ctx, t, "f32 normal, std 5e37");
+    clmad_tensor_release(t);
+    CHECK_OK(ctx, clmad_tensor_rand_normal(ctx, CLMAD_F64, 1, &n, 1e39, 1e300, 3, &t));
+    all_finite(ctx, t, "f64 normal, mean 1e39, std 1e300");
+    clmad_tensor_release(t);
+    clmad_context_release(ctx);
+}

@@ -170,3 +170,129 @@ Test(train_scope, scalar_constants_outlive_the_scope)
     clmad_tensor_release(x);
     clmad_context_release(ctx);
 }
+
+/* Issue 24: a tensor released by hand inside a scope while the tape still
+ * holds it. The scope owns its own reference, so its end drops that one
+ * and the tape's reference keeps the tensor for backward (before: the end
+ * released the tape's reference, and backward read freed memory: ASan SEGV
+ * in clmad_tensor_release, or a gradient of junk). */
+Test(train_scope, hand_release_while_the_tape_holds_it)
+{
+    clmad_context *ctx = test_context();
+    size_t n = 4;
+    const double xs[4] = {3, 3, -1, 0.5};
+    clmad_tensor *x, *a, *b, *loss, *g;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, &n, xs, &x));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(x, 1));
+    uint64_t base = live(ctx);
+    CHECK_OK(ctx, clmad_scope_begin(ctx));
+    CHECK_OK(ctx, clmad_exp(ctx, x, &a));
+    CHECK_OK(ctx, clmad_mul(ctx, a, a, &b)); /* the tape holds a */
+    clmad_tensor_release(a);                 /* the caller's reference, by hand */
+    CHECK_OK(ctx, clmad_sum(ctx, b, 0, NULL, 0, &loss));
+    clmad_tensor_release(b);
+    CHECK_OK(ctx, clmad_scope_keep(loss));
+    CHECK_OK(ctx, clmad_scope_end(ctx));
+    /* Reuse the pool's freed buffers, so that a dangling a would be overwritten. */
+    clmad_tensor *junk;
+    CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F64, 1, &n, -7.0, &junk));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    CHECK_OK(ctx, clmad_tensor_grad(x, &g));
+    double d[4];
+    CHECK_OK(ctx, clmad_tensor_read(g, d, sizeof d));
+    for (int e = 0; e < 4; e++)
+        cr_expect_float_eq(d[e], 2 * exp(2 * xs[e]), 1e-9 * exp(2 * xs[e]), "d/dx e^2x at %g", xs[e]);
+    clmad_tensor_release(junk);
+    clmad_tensor_release(g);
+    clmad_tensor_release(loss);
+    clmad_tensor_zero_grad(x);
+    /* The tape was cleared by backward: a and b are gone with it. */
+    cr_assert_eq(live(ctx), base, "%llu live bytes, %llu before the scope",
+                 (unsigned long long)live(ctx), (unsigned long long)base);
+    clmad_tensor_release(x);
+    clmad_context_release(ctx);
+}
+
+/* A retained tensor released once by hand inside a scope: the retain still
+ * holds it after the end (before: the end dropped the retain's reference
+ * and the caller read freed memory). */
+Test(train_scope, hand_release_of_a_retained_tensor)
+{
+    clmad_context *ctx = test_context();
+    size_t n = 4;
+    uint64_t base = live(ctx);
+    CHECK_OK(ctx, clmad_scope_begin(ctx));
+    clmad_tensor *c;
+    CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, &n, 3.0, &c));
+    uint64_t one = live(ctx) - base;
+    cr_assert_eq(clmad_tensor_retain(c), c);
+    clmad_tensor_release(c);
+    CHECK_OK(ctx, clmad_scope_end(ctx));
+    cr_assert_eq(live(ctx), base + one, "the retain holds c past the end");
+    clmad_tensor *junk;
+    CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, &n, -7.0, &junk));
+    float v[4];
+    CHECK_OK(ctx, clmad_tensor_read(c, v, sizeof v));
+    for (int e = 0; e < 4; e++)
+        cr_expect_eq(v[e], 3.0f);
+    clmad_tensor_release(junk);
+    clmad_tensor_release(c);
+    cr_assert_eq(live(ctx), base);
+    clmad_context_release(ctx);
+}
+
+/* Every way of combining the caller's release, a retain, keep and the
+ * scope's end drops exactly the references that exist: the memory returns
+ * once, nothing leaks, nothing is read after its free. */
+Test(train_scope, releases_and_the_end_balance)
+{
+    clmad_context *ctx = test_context();
+    size_t n = 4;
+    uint64_t base = live(ctx);
+    for (int way = 0; way < 6; way++) {
+        CHECK_OK(ctx, clmad_scope_begin(ctx));
+        clmad_tensor *t;
+        CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, &n, way, &t));
+        int extra = 0; /* references the caller still holds after the end */
+        switch (way) {
+        case 0: /* nothing: the end frees it */
+            break;
+        case 1: /* released by hand: freed at once */
+            clmad_tensor_release(t);
+            cr_assert_eq(live(ctx), base, "a hand release of the only reference frees at once");
+            break;
+        case 2: /* kept, then released after the end */
+            CHECK_OK(ctx, clmad_scope_keep(t));
+            extra = 1;
+            break;
+        case 3: /* retained twice, released once: two references left */
+            clmad_tensor_retain(t);
+            clmad_tensor_retain(t);
+            clmad_tensor_release(t);
+            extra = 2;
+            break;
+        case 4: /* retained, then released twice */
+            clmad_tensor_retain(t);
+            clmad_tensor_release(t);
+            clmad_tensor_release(t);
+            cr_assert_eq(live(ctx), base, "retain + two releases free at once");
+            break;
+        case 5: /* retained and kept: two references of the caller */
+            clmad_tensor_retain(t);
+            CHECK_OK(ctx, clmad_scope_keep(t));
+            extra = 2;
+            break;
+        }
+        CHECK_OK(ctx, clmad_scope_end(ctx));
+        cr_assert_eq(live(ctx) > base, extra > 0, "way %d: alive after the end: %d", way, live(ctx) > base);
+        if (extra) {
+            float v[4];
+            CHECK_OK(ctx, clmad_tensor_read(t, v, sizeof v));
+            cr_expect_eq(v[0], (float)way);
+        }
+        for (int r = 0; r < extra; r++)
+            clmad_tensor_release(t);
+        cr_assert_eq(live(ctx), base, "way %d leaks", way);
+    }
+    clmad_context_release(ctx);
+}

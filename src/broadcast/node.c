@@ -216,7 +216,7 @@ clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tens
     if (store) {
         st = clmad__bcast_run_partials(k, plan, inputs, active, values, d->partials);
         for (int i = 0; i < n_partials; i++)
-            clmad__scope_forget(d->partials[i]); /* the node keeps them, not the caller */
+            clmad__scope_keep(d->partials[i]); /* the node keeps them, not the caller */
     } else {
         st = clmad__bcast_primal(k, plan, inputs, values);
     }

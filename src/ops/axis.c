@@ -23,7 +23,7 @@ typedef struct axis_data {
 static void axis_free(clmad_node *node)
 {
     axis_data *d = node->data;
-    clmad_tensor_release(d->y);
+    clmad__tensor_unref(d->y);
     free(d);
     node->data = NULL;
 }

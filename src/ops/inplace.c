@@ -19,7 +19,9 @@ clmad_status clmad_tensor_axpby(clmad_tensor *y, double alpha, clmad_tensor *x, 
                            y->dtype == CLMAD_F64 ? "f64" : "f32", x->dtype == CLMAD_F64 ? "f64" : "f32");
     if (x && !clmad__same_shape(x, y))
         return clmad__fail(ctx, CLMAD_ERR_SHAPE, "clmad_tensor_axpby: x and y have different shapes");
-    st = clmad__check_not_on_tape(ctx, y, "clmad_tensor_axpby", "y");
+    st = clmad__check_writable(y, "clmad_tensor_axpby", "y");
+    if (st == CLMAD_OK)
+        st = clmad__check_not_on_tape(ctx, y, "clmad_tensor_axpby", "y");
     if (st != CLMAD_OK || y->numel == 0)
         return st;
     cl_kernel k;

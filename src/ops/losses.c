@@ -11,20 +11,23 @@
 #include "tape/tape.h"
 #include "runtime/context_guard.h"
 
+#include <math.h>
 #include <stdio.h>
 
-/* Releases a temporary made here. It leaves the caller's scope first: the
- * tape may hold it still, and the scope's end must not release that
- * reference (the caller never had one). */
+/* Releases a temporary made here. It leaves the caller's scope first, so
+ * that it lives exactly as long as the tape holds it. */
 static void drop(clmad_tensor *t)
 {
     if (t) {
-        clmad__scope_forget(t);
+        clmad__scope_keep(t);
         clmad_tensor_release(t);
     }
 }
 
-/* *out = s * factor, factor a 0-d constant of s's dtype. */
+/* *out = s * factor, factor a 0-d constant of s's dtype. Losses scale
+ * their weights, never their sum: the adjoint of s in s * c is formed with
+ * s's value as well (0 times it), so a NaN or inf sum from one bad element
+ * would spoil every element's gradient. */
 static clmad_status scaled(clmad_context *ctx, clmad_tensor *s, double factor, clmad_tensor **out)
 {
     clmad_tensor *c;
@@ -32,6 +35,20 @@ static clmad_status scaled(clmad_context *ctx, clmad_tensor *s, double factor, c
     if (st == CLMAD_OK)
         st = clmad_mul(ctx, s, c, out);
     drop(c);
+    return st;
+}
+
+/* *out = sum(a * w), recorded; over no elements the mean a loss stands for
+ * is 0/0, NaN, as clmad_mean's (0 * NaN, still recorded). */
+static clmad_status weighted_sum(clmad_context *ctx, clmad_tensor *a, clmad_tensor *w, clmad_tensor **out)
+{
+    if (a->numel > 0)
+        return clmad_dot(ctx, a, w, out);
+    clmad_tensor *s;
+    clmad_status st = clmad_dot(ctx, a, w, &s);
+    if (st == CLMAD_OK)
+        st = scaled(ctx, s, NAN, out);
+    drop(s);
     return st;
 }
 
@@ -76,15 +93,17 @@ clmad_status clmad_mse_loss(clmad_context *ctx, clmad_tensor *pred, clmad_tensor
         shape_text(ts, sizeof ts, target);
         return clmad__fail(ctx, CLMAD_ERR_SHAPE, "%s: pred %s and target %s differ in shape", name, ps, ts);
     }
-    clmad_tensor *d = NULL, *s = NULL;
+    /* sum(d * (d / numel)): the gradient of each element is its own (a
+     * NaN or inf element spoils only its own, as in PyTorch). Over no
+     * elements the mean is 0/0, NaN, as clmad_mean's. */
+    clmad_tensor *d = NULL, *w = NULL;
     st = clmad_sub(ctx, pred, target, &d);
     if (st == CLMAD_OK)
-        st = clmad_dot(ctx, d, d, &s);
-    /* Over no elements the mean is 0/0, NaN, as clmad_mean's. */
+        st = scaled(ctx, d, 1.0 / (double)pred->numel, &w);
     if (st == CLMAD_OK)
-        st = scaled(ctx, s, 1.0 / (double)pred->numel, out);
+        st = weighted_sum(ctx, d, w, out);
     drop(d);
-    drop(s);
+    drop(w);
     return st;
 }
 
@@ -141,19 +160,29 @@ clmad_status clmad_cross_entropy(clmad_context *ctx, clmad_tensor *logits, clmad
                            name, ls, ts);
     }
     size_t rows = logits->numel / logits->shape[logits->ndim - 1];
-    clmad_tensor *t = NULL, *lsm = NULL, *s = NULL;
+    /* sum(w * lsm), w = -t / rows: every row's gradient is its own, so one
+     * bad row (an inf or NaN logit) spoils only itself. With class indices
+     * the loss takes lsm at the target only, as PyTorch's does: a -inf
+     * logit of another class leaves it finite (0 * -inf would be NaN). */
+    clmad_tensor *t = NULL, *lsm = NULL, *w = NULL, *zero = NULL, *picked = NULL;
     st = probabilities ? (t = clmad_tensor_retain(target), CLMAD_OK) : one_hot(ctx, logits, target, &t);
     if (st == CLMAD_OK)
         st = clmad_log_softmax(ctx, logits, -1, &lsm);
     if (st == CLMAD_OK)
-        st = clmad_dot(ctx, t, lsm, &s);
+        st = scaled(ctx, t, -1.0 / (double)rows, &w);
+    if (st == CLMAD_OK && !probabilities)
+        st = clmad_tensor_zeros(ctx, logits->dtype, 0, NULL, &zero);
+    if (st == CLMAD_OK && !probabilities)
+        st = clmad_where(ctx, t, lsm, zero, &picked);
     if (st == CLMAD_OK)
-        st = scaled(ctx, s, -1.0 / (double)rows, out);
+        st = weighted_sum(ctx, w, probabilities ? lsm : picked, out);
     if (probabilities)
-        clmad_tensor_release(t); /* the caller's target, retained above */
+        clmad__tensor_unref(t); /* the caller's target, retained above */
     else
         drop(t);
     drop(lsm);
-    drop(s);
+    drop(w);
+    drop(zero);
+    drop(picked);
     return st;
 }

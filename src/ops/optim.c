@@ -14,7 +14,8 @@ struct clmad_optimizer {
     clmad_context *ctx;
     clmad_optimizer_options opt;
     int n;
-    uint64_t steps;
+    uint64_t steps;          /* clmad_optimizer_step calls past their checks */
+    uint64_t *param_steps;   /* n: the steps each parameter took (PyTorch's state['step']) */
     clmad_tensor **params;   /* n, retained */
     clmad_tensor **state;    /* 2 n: SGD the velocity (NULL without momentum); Adam m, v */
 };
@@ -53,11 +54,12 @@ void clmad_optimizer_release(clmad_optimizer *o)
     if (!o)
         return;
     for (int i = 0; i < o->n; i++) {
-        clmad_tensor_release(o->params[i]);
+        clmad__tensor_unref(o->params[i]);
         clmad_tensor_release(o->state[2 * i]);
         clmad_tensor_release(o->state[2 * i + 1]);
     }
     free(o->params);
+    free(o->param_steps);
     free(o->state);
     free(o);
 }
@@ -86,6 +88,11 @@ clmad_status clmad_optimizer_create(clmad_context *ctx, const clmad_optimizer_op
         if (!params[i])
             return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_optimizer_create: params[%d] is NULL", i);
         st = clmad__check_same_context(ctx, params[i], "clmad_optimizer_create", "params[%d]", i);
+        if (st == CLMAD_OK) {
+            char what[32];
+            snprintf(what, sizeof what, "params[%d]", i);
+            st = clmad__check_writable(params[i], "clmad_optimizer_create", what);
+        }
         for (int j = 0; j < i && st == CLMAD_OK; j++)
             if (params[j] == params[i])
                 return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
@@ -96,11 +103,13 @@ clmad_status clmad_optimizer_create(clmad_context *ctx, const clmad_optimizer_op
     clmad_optimizer *o = calloc(1, sizeof *o);
     if (o) {
         o->params = calloc((size_t)n, sizeof *o->params);
+        o->param_steps = calloc((size_t)n, sizeof *o->param_steps);
         o->state = calloc(2 * (size_t)n, sizeof *o->state);
     }
-    if (!o || !o->params || !o->state) {
+    if (!o || !o->params || !o->param_steps || !o->state) {
         if (o) {
             free(o->params);
+            free(o->param_steps);
             free(o->state);
         }
         free(o);
@@ -198,7 +207,10 @@ static clmad_status step_one(clmad_optimizer *o, int i)
     st = clmad__cached_kernel(ctx, dt, CLMAD_TRAIN_ADAM, &k);
     if (st != CLMAD_OK)
         return st;
-    const double t = (double)o->steps;
+    /* Bias correction by the steps this parameter took, not the
+     * optimizer's: a parameter whose first gradient comes late starts at
+     * t = 1, as PyTorch's per-parameter state['step'] does. */
+    const double t = (double)o->param_steps[i];
     const double bc1 = 1 - pow(q->beta1, t), bc2 = 1 - pow(q->beta2, t);
     real_arg step_size = real_of(dt, q->lr / bc1), b1 = real_of(dt, q->beta1), c1 = real_of(dt, 1 - q->beta1),
              b2 = real_of(dt, q->beta2), c2 = real_of(dt, 1 - q->beta2), sb = real_of(dt, sqrt(bc2)),
@@ -229,7 +241,8 @@ clmad_status clmad_optimizer_step(clmad_optimizer *o)
     o->steps++;
     for (int i = 0; i < o->n; i++) {
         if (!o->params[i]->grad || o->params[i]->numel == 0)
-            continue; /* no gradient yet: left as it is, as in PyTorch */
+            continue; /* no gradient: left as it is, its step count too, as in PyTorch */
+        o->param_steps[i]++;
         clmad_status st = step_one(o, i);
         if (st != CLMAD_OK)
             return st;

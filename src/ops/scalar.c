@@ -31,9 +31,9 @@ static clmad_status scalar_op(clmad_context *ctx, const char *call, clmad_tensor
         return st;
     st = op(ctx, x, s, out);
     /* The tape keeps its own reference when it records; the constant
-     * leaves the caller's scope first, or the scope's end would release
-     * that reference before backward reads it. */
-    clmad__scope_forget(s);
+     * leaves the caller's scope first, so that it lives exactly as long as
+     * the tape needs it. */
+    clmad__scope_keep(s);
     clmad_tensor_release(s);
     return st;
 }

@@ -30,6 +30,9 @@ clmad_status clmad_tensor_copy(clmad_tensor *dst, clmad_tensor *src)
         clmad__sb_free(&b);
         return st;
     }
+    clmad_status writable = clmad__check_writable(dst, "clmad_tensor_copy", "dst");
+    if (writable != CLMAD_OK)
+        return writable;
     /* The tape reads dst's values in backward, or routes gradients through
      * it: new values there would give wrong gradients without a word. */
     if (clmad__tape_holds(ctx, dst))

@@ -73,7 +73,7 @@ static clmad_status choose_device(const clmad_options *opt, clmad_device_entry *
 
 clmad_status clmad_context_create(const clmad_options *options, clmad_context **out)
 {
-    clmad__clear_error(NULL);
+    clmad__clear_thread_error();
     if (!out)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_context_create: ctx is NULL");
     clmad_options defaults;

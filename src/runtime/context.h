@@ -14,6 +14,7 @@
 typedef struct clmad_message {
     char *text;
     size_t cap;
+    uint64_t stamp; /* when it was set: error.c's process-wide count of failures */
 } clmad_message;
 
 struct clmad_tape;
@@ -104,8 +105,6 @@ void clmad__context_release_end(clmad_context *ctx);
  * its remaining objects keep alive is refused. */
 clmad_status clmad__check_open(const clmad_context *ctx, const char *call);
 
-/* The message slot of ctx, or of this thread when ctx is NULL. */
-clmad_message *clmad__message_slot(const clmad_context *ctx);
 
 /* CLMAD_ERR_UNSUPPORTED unless the context can compute in dtype. */
 clmad_status clmad__check_dtype(const clmad_context *ctx, clmad_dtype dtype);

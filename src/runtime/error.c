@@ -2,30 +2,49 @@
 #include "runtime/context.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static _Thread_local clmad_message thread_message;
+/* Where a message is looked for (clmad.h, clmad_last_error): every failure
+ * takes a stamp from one process-wide counter, so that "newer" compares
+ * failures across contexts. A thread keeps two messages: `loose`, its last
+ * failure that had no context (a NULL or unowned argument), and `last`, a
+ * copy of its last failure of any kind. clmad_last_error(ctx) is the newer
+ * of ctx's message and this thread's loose one; clmad_last_error(NULL) is
+ * this thread's last. */
+typedef struct thread_messages {
+    clmad_message loose, last;
+} thread_messages;
 
-/* A thread's message text is on the heap: a key whose destructor frees it
- * when the thread exits (thread-local storage alone would leak it). */
+static _Thread_local thread_messages thread_msgs;
+static atomic_uint_fast64_t stamps;
+
+/* A thread's message texts are on the heap: a key whose destructor frees
+ * them when the thread exits (thread-local storage alone would leak them). */
 static pthread_key_t thread_key;
 static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
 static int thread_key_made;
 
-static void thread_message_free(void *p)
+static void message_free(clmad_message *m)
 {
-    clmad_message *m = p;
     free(m->text);
-    m->text = NULL;
-    m->cap = 0;
+    *m = (clmad_message){0};
+}
+
+static void thread_messages_free(void *p)
+{
+    thread_messages *t = p;
+    message_free(&t->loose);
+    message_free(&t->last);
 }
 
 static void thread_key_create(void)
 {
-    thread_key_made = pthread_key_create(&thread_key, thread_message_free) == 0;
+    thread_key_made = pthread_key_create(&thread_key, thread_messages_free) == 0;
 }
 
 #if defined(__GNUC__)
@@ -38,15 +57,9 @@ __attribute__((destructor)) static void thread_key_delete(void)
 }
 #endif
 
-clmad_message *clmad__message_slot(const clmad_context *ctx)
+static void message_set(clmad_message *m, uint64_t stamp, const char *fmt, va_list ap)
 {
-    /* The message is bookkeeping, not part of the context's logical state:
-     * recording it is allowed through a const pointer. */
-    return ctx ? (clmad_message *)&ctx->error : &thread_message;
-}
-
-static void message_set(clmad_message *m, const char *fmt, va_list ap)
-{
+    m->stamp = stamp;
     va_list copy;
     va_copy(copy, ap);
     int n = vsnprintf(NULL, 0, fmt, copy);
@@ -63,20 +76,39 @@ static void message_set(clmad_message *m, const char *fmt, va_list ap)
         }
         m->text = grown;
         m->cap = (size_t)n + 1;
-        if (m == &thread_message) {
+        if (m == &thread_msgs.loose || m == &thread_msgs.last) {
             pthread_once(&thread_key_once, thread_key_create);
             if (thread_key_made)
-                pthread_setspecific(thread_key, m);
+                pthread_setspecific(thread_key, &thread_msgs);
         }
     }
     vsnprintf(m->text, m->cap, fmt, ap);
+}
+
+static void message_copy(clmad_message *to, const clmad_message *from, ...)
+{
+    va_list ap;
+    va_start(ap, from);
+    message_set(to, from->stamp, "%s", ap);
+    va_end(ap);
+}
+
+/* Records a failure on ctx, or as this thread's loose message, and copies
+ * it as this thread's last. The message is bookkeeping, not part of the
+ * context's logical state: recording it is allowed through a const pointer. */
+static void record(const clmad_context *ctx, const char *fmt, va_list ap)
+{
+    clmad_message *m = ctx ? (clmad_message *)&ctx->error : &thread_msgs.loose;
+    message_set(m, atomic_fetch_add(&stamps, 1) + 1, fmt, ap);
+    if (m->text)
+        message_copy(&thread_msgs.last, m, m->text);
 }
 
 clmad_status clmad__fail(const clmad_context *ctx, clmad_status s, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    message_set(clmad__message_slot(ctx), fmt, ap);
+    record(ctx, fmt, ap);
     va_end(ap);
     return s;
 }
@@ -87,16 +119,20 @@ clmad_status clmad_set_error(const clmad_context *ctx, clmad_status s, const cha
         return clmad__fail(ctx, s, "(no message)");
     va_list ap;
     va_start(ap, fmt);
-    message_set(clmad__message_slot(ctx), fmt, ap);
+    record(ctx, fmt, ap);
     va_end(ap);
     return s;
 }
 
-void clmad__clear_error(const clmad_context *ctx)
+void clmad__clear_thread_error(void)
 {
-    clmad_message *m = clmad__message_slot(ctx);
-    if (m->text)
-        m->text[0] = '\0';
+    thread_messages *t = &thread_msgs;
+    clmad_message *ms[2] = {&t->loose, &t->last};
+    for (int i = 0; i < 2; i++) {
+        if (ms[i]->text)
+            ms[i]->text[0] = '\0';
+        ms[i]->stamp = 0;
+    }
 }
 
 /* The context of this thread's last refused call (CLMAD_ERR_CONCURRENT_USE). */
@@ -119,7 +155,12 @@ void clmad__forget_refusal(const clmad_context *ctx)
 
 const char *clmad_last_error(const clmad_context *ctx)
 {
-    clmad_message *m = clmad__message_slot(ctx && ctx == refused_ctx ? NULL : ctx);
+    /* A refused thread reads its own message, not the context's slot, which
+     * belongs to the thread inside the context (context_guard.h). */
+    const clmad_message *m = &thread_msgs.last;
+    if (ctx)
+        m = ctx == refused_ctx || thread_msgs.loose.stamp > ctx->error.stamp ? &thread_msgs.loose
+                                                                             : &ctx->error;
     return m->text ? m->text : "";
 }
 

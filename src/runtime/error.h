@@ -9,8 +9,10 @@
 #include "base/attributes.h"
 #include "clmad.h"
 
-/* Records the message of a failure on ctx (on this thread when ctx is NULL)
- * and returns s, so that callers write `return clmad__fail(...)`. */
+/* Records the message of a failure on ctx (as this thread's failure without
+ * a context when ctx is NULL; either way as this thread's last failure, see
+ * clmad_last_error) and returns s, so that callers write
+ * `return clmad__fail(...)`. */
 clmad_status clmad__fail(const clmad_context *ctx, clmad_status s, const char *fmt, ...)
     CLMAD_PRINTF(3, 4);
 
@@ -22,8 +24,8 @@ clmad_status clmad__fail_cl(const clmad_context *ctx, cl_int err, const char *wh
 /* The name of an OpenCL error code, e.g. "CL_OUT_OF_RESOURCES". */
 const char *clmad__cl_error_name(cl_int err);
 
-/* Clears the message of ctx (or this thread). */
-void clmad__clear_error(const clmad_context *ctx);
+/* Empties this thread's messages (a call without a context starting). */
+void clmad__clear_thread_error(void);
 
 /* CLMAD_ERR_CONCURRENT_USE for `call` on ctx, which another thread is in
  * (context_guard.h). The message is this thread's: the other thread owns

@@ -62,7 +62,7 @@ clmad_status clmad_context_create_cl(cl_context context, cl_device_id device,
                                      clmad_context **out)
 {
     static const char call[] = "clmad_context_create_cl";
-    clmad__clear_error(NULL);
+    clmad__clear_thread_error();
     if (!out || !context || !device)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call,
                            !out ? "ctx" : !context ? "context" : "device");
@@ -150,6 +150,15 @@ static clmad_status check_buffer(clmad_context *ctx, cl_mem mem, size_t offset, 
         err = clGetMemObjectInfo(mem, CL_MEM_OFFSET, sizeof *base_offset, base_offset, NULL);
     if (err != CL_SUCCESS)
         return bad_object(ctx, call, "mem", err);
+    const cl_mem_flags kernel_access = CL_MEM_READ_WRITE | CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY;
+    if (*base && !(*flags & kernel_access)) {
+        /* A sub-buffer made without access flags has its parent's. */
+        cl_mem_flags parent = 0;
+        err = clGetMemObjectInfo(*base, CL_MEM_FLAGS, sizeof parent, &parent, NULL);
+        if (err != CL_SUCCESS)
+            return bad_object(ctx, call, "mem's parent buffer", err);
+        *flags |= parent & kernel_access;
+    }
     if (type != CL_MEM_OBJECT_BUFFER)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: mem is an image, not a buffer", call);
     if (owner != ctx->cl)
@@ -230,6 +239,7 @@ clmad_status clmad_tensor_wrap_cl(clmad_context *ctx, cl_mem mem, size_t offset,
     }
     clRetainMemObject(mem);
     t->wrapped = mem;
+    t->read_only = (flags & CL_MEM_READ_ONLY) != 0;
     t->wrapped_offset = offset;
     clmad__context_retain(ctx);
     *out = t;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Scopes: clmad_scope_end releases the caller's reference to every tensor
- * made since the innermost mark and still alive, so that a training step
- * needs no release of its intermediates (the list: scope_list.c). */
+/* Scopes: clmad_scope_end drops the scope's own reference to every tensor
+ * made since the innermost mark, and the caller's where the caller did not
+ * release it, so that a training step needs no release of its
+ * intermediates and a release by hand is never counted twice (the list:
+ * scope_list.c). */
 #include "runtime/scope.h"
 #include "runtime/context_guard.h"
 
@@ -42,12 +44,29 @@ clmad_status clmad_scope_end(clmad_context *ctx)
     while (ctx->scope.count > mark) {
         clmad_tensor *t = ctx->scope.list[--ctx->scope.count];
         if (t) {
-            t->scope_slot = 0;
-            clmad_tensor_release(t);
+            int caller = t->scope_caller_ref;
+            clmad__scope_forget(t);
+            t->scope_caller_ref = 0;
+            if (caller)
+                clmad__tensor_unref(t); /* t has the scope's still: never frees */
+            clmad__tensor_unref(t);
         }
     }
     clmad__context_unref(ctx);
     return CLMAD_OK;
+}
+
+void clmad__scope_keep(clmad_tensor *t)
+{
+    if (!t || !t->scope_slot)
+        return;
+    int caller = t->scope_caller_ref;
+    clmad__scope_forget(t);
+    t->scope_caller_ref = 0;
+    /* The caller ends with one reference from the creation: its own, or,
+     * when it released that one already, the scope's handed over. */
+    if (caller)
+        clmad__tensor_unref(t);
 }
 
 clmad_status clmad_scope_keep(clmad_tensor *t)
@@ -55,7 +74,7 @@ clmad_status clmad_scope_keep(clmad_tensor *t)
     CLMAD_GUARD(t ? t->ctx : NULL, "clmad_scope_keep");
     if (!t)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_scope_keep: t is NULL");
-    clmad__scope_forget(t);
+    clmad__scope_keep(t);
     return CLMAD_OK;
 }
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The list of tensors made since the first open scope (scope.c holds the
- * public calls over it). Entries are weak: a tensor freed before its
- * scope's end empties its own entry (scope_slot). Nothing here calls into
- * tensors, so that tensor.c can track and forget without a cycle. */
+ * public calls over it). Each entry holds one reference of its own (see
+ * scope.h); a tensor freed before its scope's end (its other references
+ * gone) empties its entry (scope_slot). Nothing here calls into tensors,
+ * so that tensor.c can track and forget without a cycle. */
 #include "runtime/scope.h"
 
 #include <stdlib.h>
@@ -22,6 +23,8 @@ clmad_status clmad__scope_track(clmad_tensor *t)
     }
     ctx->scope.list[ctx->scope.count++] = t;
     t->scope_slot = ctx->scope.count;
+    t->refcount++; /* the scope's own, besides the caller's */
+    t->scope_caller_ref = 1;
     return CLMAD_OK;
 }
 

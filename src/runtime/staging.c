@@ -7,6 +7,7 @@
 #include "runtime/tensor.h"
 #include "runtime/context_guard.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 struct clmad_staging {
@@ -117,7 +118,7 @@ void clmad__staging_drop_owned(clmad_context *ctx)
 }
 
 /* Checks the tensors and that they fit, back to back. */
-static clmad_status check(clmad_staging *s, clmad_tensor *const *ts, int n, const char *call)
+static clmad_status check(clmad_staging *s, clmad_tensor *const *ts, int n, int to_area, const char *call)
 {
     if (n < 0 || (n > 0 && !ts))
         return clmad__fail(s->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: %d tensors at %p", call, n, (const void *)ts);
@@ -126,6 +127,11 @@ static clmad_status check(clmad_staging *s, clmad_tensor *const *ts, int n, cons
         if (!ts[k])
             return clmad__fail(s->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: ts[%d] is NULL", call, k);
         clmad_status st = clmad__check_same_context(s->ctx, ts[k], call, "ts[%d]", k);
+        if (st == CLMAD_OK && !to_area) {
+            char what[32];
+            snprintf(what, sizeof what, "ts[%d]", k);
+            st = clmad__check_writable(ts[k], call, what);
+        }
         if (st != CLMAD_OK)
             return st;
         total += clmad__tensor_bytes(ts[k]);
@@ -158,7 +164,7 @@ clmad_status clmad_staging_gather(clmad_staging *s, clmad_tensor *const *ts, int
     CLMAD_GUARD(s ? s->ctx : NULL, "clmad_staging_gather");
     if (!s || !host)
         return clmad__fail(s ? s->ctx : NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_staging_gather: NULL argument");
-    clmad_status st = check(s, ts, n, "clmad_staging_gather");
+    clmad_status st = check(s, ts, n, 1, "clmad_staging_gather");
     if (st == CLMAD_OK)
         st = unmap(s);
     if (st == CLMAD_OK)
@@ -184,7 +190,7 @@ clmad_status clmad_staging_scatter(clmad_staging *s, clmad_tensor *const *ts, in
     CLMAD_GUARD(s ? s->ctx : NULL, "clmad_staging_scatter");
     if (!s)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_staging_scatter: s is NULL");
-    clmad_status st = check(s, ts, n, "clmad_staging_scatter");
+    clmad_status st = check(s, ts, n, 0, "clmad_staging_scatter");
     if (st == CLMAD_OK)
         st = unmap(s);
     if (st == CLMAD_OK)

@@ -64,6 +64,17 @@ clmad_status clmad__check_same_context(clmad_context *ctx, const clmad_tensor *t
     return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: %s belongs to another context", call, name);
 }
 
+clmad_status clmad__check_writable(const clmad_tensor *t, const char *call, const char *what)
+{
+    if (!t || !t->read_only)
+        return CLMAD_OK;
+    return clmad__fail(t->ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                       "%s: %s is read-only (a wrapped CL_MEM_READ_ONLY buffer): clmad writes no "
+                       "element of it; wrap a buffer that kernels may write, or copy into a tensor "
+                       "of clmad's",
+                       call, what);
+}
+
 /* Allocates a tensor; `out` is the caller's out-parameter, checked here. */
 clmad_tensor *clmad__tensor_header(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
                                    size_t numel)
@@ -191,6 +202,9 @@ clmad_status clmad_tensor_write(clmad_tensor *t, const void *host, size_t size_b
         return clmad__fail(t->ctx, CLMAD_ERR_INVALID_ARGUMENT,
                            "clmad_tensor_write: %zu bytes given, the tensor holds %zu", size_bytes,
                            bytes);
+    clmad_status st = clmad__check_writable(t, "clmad_tensor_write", "the tensor");
+    if (st != CLMAD_OK)
+        return st;
     if (bytes == 0)
         return CLMAD_OK;
     cl_int err = clEnqueueWriteBuffer(t->ctx->queue, t->mem, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
@@ -205,14 +219,11 @@ clmad_tensor *clmad_tensor_retain(clmad_tensor *t)
     return t;
 }
 
-void clmad_tensor_release(clmad_tensor *t)
+static void tensor_free(clmad_tensor *t)
 {
-    CLMAD_GUARD_WAIT(t ? t->ctx : NULL);
-    if (!t || --t->refcount > 0)
-        return;
     clmad_context *ctx = t->ctx;
     clmad__scope_forget(t);
-    clmad_tensor_release(t->grad);
+    clmad__tensor_unref(t->grad);
     if (t->wrapped) {
         /* Only clmad's own references: its sub-buffer and its retain. */
         if (t->mem && t->mem != t->wrapped)
@@ -224,6 +235,29 @@ void clmad_tensor_release(clmad_tensor *t)
     }
     free(t);
     clmad__context_unref(ctx); /* the last object of a released context takes it along */
+}
+
+void clmad__tensor_unref(clmad_tensor *t)
+{
+    if (!t)
+        return;
+    if (--t->refcount == 0) {
+        tensor_free(t);
+    } else if (t->refcount == 1 && t->scope_slot && !t->scope_caller_ref) {
+        /* Only the scope's own reference is left: nobody can read t any
+         * more, so its memory returns now rather than at the scope's end. */
+        clmad__scope_forget(t);
+        tensor_free(t);
+    }
+}
+
+void clmad_tensor_release(clmad_tensor *t)
+{
+    if (!t)
+        return;
+    CLMAD_GUARD_WAIT(t->ctx);
+    t->scope_caller_ref = 0; /* the caller's own reference goes first */
+    clmad__tensor_unref(t);
 }
 
 int clmad_tensor_ndim(const clmad_tensor *t)

@@ -19,7 +19,11 @@ struct clmad_tensor {
      * goes to the pool. */
     cl_mem wrapped;
     size_t wrapped_offset;
+    int read_only;     /* wrapped CL_MEM_READ_ONLY: kernels may not write mem */
     size_t scope_slot; /* 1 + its index in ctx->scope.list, or 0: not in a scope */
+    /* In a scope: 1 while the reference handed to the caller at creation is
+     * unreleased (the scope's end drops it with the scope's own). */
+    int scope_caller_ref;
     /* Reverse mode (see tape.h). */
     int requires_grad;         /* leaf: set by the user; outputs of recorded ops: 1 */
     clmad_tensor *grad;        /* leaf gradient accumulated by backward, or NULL */
@@ -37,11 +41,22 @@ struct clmad_tensor {
 clmad_status clmad__check_same_context(clmad_context *ctx, const clmad_tensor *t, const char *call,
                                        const char *what, ...) CLMAD_PRINTF(4, 5);
 
+/* CLMAD_ERR_INVALID_ARGUMENT, naming `call` and the argument `what`, when
+ * t is a wrapped read-only buffer (writing it is undefined in OpenCL):
+ * every call that writes into an existing tensor checks it first. */
+clmad_status clmad__check_writable(const clmad_tensor *t, const char *call, const char *what);
+
 /* A new tensor of ctx with one reference, dtype and shape (numel checked by
  * clmad__shape_numel), and no buffer yet; NULL when the host is out of
  * memory. The caller gives it a buffer and retains ctx for it. */
 clmad_tensor *clmad__tensor_header(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
                                    size_t numel);
+
+/* Drops a reference that clmad itself holds (one it took with
+ * clmad_tensor_retain: the tape's, a node's, an optimizer's). Unlike
+ * clmad_tensor_release, never counts as the caller's release of the
+ * reference a call handed out inside a scope. NULL is ignored. */
+void clmad__tensor_unref(clmad_tensor *t);
 
 /* Size in bytes of the tensor's elements. */
 size_t clmad__tensor_bytes(const clmad_tensor *t);

@@ -62,8 +62,8 @@ static clmad_status expand_adjoint(clmad_context *ctx, clmad_tensor *a, clmad_te
 
 void clmad__set_adjoint(clmad_node *node, int o, clmad_tensor *full)
 {
-    clmad_tensor_release(node->out_adj[o]);
-    clmad_tensor_release(node->out_adj_scale[o]);
+    clmad__tensor_unref(node->out_adj[o]);
+    clmad__tensor_unref(node->out_adj_scale[o]);
     node->out_adj[o] = full;
     node->out_adj_scale[o] = NULL;
     node->out_adj_scalar[o] = 0;

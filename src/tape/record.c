@@ -70,7 +70,7 @@ void clmad__node_drop_saved(clmad_context *ctx, clmad_node *node)
             continue;
         x->tape_refs--;
         node->inputs[j] = NULL;
-        clmad_tensor_release(x);
+        clmad__tensor_unref(x);
     }
 }
 
@@ -78,8 +78,8 @@ static void node_free(clmad_context *ctx, clmad_node *node)
 {
     clmad__node_drop_saved(ctx, node);
     for (int o = 0; o < node->n_outputs; o++) {
-        clmad_tensor_release(node->out_adj[o]);
-        clmad_tensor_release(node->out_adj_scale[o]);
+        clmad__tensor_unref(node->out_adj[o]);
+        clmad__tensor_unref(node->out_adj_scale[o]);
     }
     free(node); /* with its arrays */
 }

@@ -61,6 +61,6 @@ void clmad_tensor_zero_grad(clmad_tensor *t)
     CLMAD_GUARD_WAIT(t ? t->ctx : NULL);
     if (!t)
         return;
-    clmad_tensor_release(t->grad);
+    clmad__tensor_unref(t->grad);
     t->grad = NULL;
 }

@@ -6,8 +6,11 @@
 #   scripts/run-nvidia.sh BIN_DIR OUT_DIR [test|bench|all]
 # BIN_DIR holds clmad-info, bench_*, example_hmlstm and tests/test_*
 # (copied from a build folder); LD_LIBRARY_PATH must reach libclblast and
-# libcriterion when the machine lacks them. Results go to OUT_DIR/results.
-# The H100 figures in bench/results were measured this way.
+# libcriterion when the machine lacks them (it is passed to clmad's programs
+# only, not to the peers' Python). Results go to OUT_DIR/results; with
+# bench, the peers (torch.compile, JAX jit) run on the same GPU on the same
+# inputs where python3 has them. The H100 figures in bench/results were
+# measured this way (bench/results/*.peers.md).
 set -u
 bin=$1
 out=$2
@@ -28,7 +31,18 @@ if [ "$what" != bench ]; then
   tail -12 "$out/example_hmlstm.log"
 fi
 if [ "$what" != test ]; then
-  "$bin/bench_hmlstm" --dims 512,1024,2048,4096 --reps 15 --out "$out/results" || status=1
+  dims=1024,2048,4096
+  "$bin/bench_hmlstm" --dims $dims --reps 15 --out "$out/results" || status=1
+  peers=$(cd "$(dirname "$0")/../bench/peers" && pwd)
+  base=$out/results/$(cd "$out/results" && ls -t *.hmlstm.json | head -1 | sed 's/\.hmlstm\.json$//')
+  if env -u LD_LIBRARY_PATH python3 -c 'import torch' 2>/dev/null; then
+    (cd "$peers" && env -u LD_LIBRARY_PATH PEERS_TORCH_DEVICE=cuda python3 peer_torch.py --dims $dims --reps 15 \
+      --json "$base.peer_torch.json") || status=1
+  fi
+  if env -u LD_LIBRARY_PATH python3 -c 'import jax' 2>/dev/null; then
+    (cd "$peers" && env -u LD_LIBRARY_PATH JAX_PLATFORMS=cuda XLA_PYTHON_CLIENT_PREALLOCATE=false python3 peer_jax.py \
+      --dims $dims --reps 15 --json "$base.peer_jax.json") || status=1
+  fi
   "$bin/bench_cell" 2048 20 "$out/results" || status=1
   "$bin/bench_arity" --elements 16777216 --reps 9 --out "$out/results" || status=1
 fi

@@ -428,7 +428,14 @@ CLMAD_API clmad_status clmad_finish(clmad_context *ctx);
 
 typedef enum clmad_dtype {
     CLMAD_F32 = 0,
-    CLMAD_F64 = 1
+    CLMAD_F64 = 1,
+    /* Integer tensors (class labels, indices, masks): created, filled,
+     * read, written, copied, sliced, concatenated, reshaped and transposed
+     * like the others, and taken by the index operations ("Integer tensors
+     * and index operations" below). Never differentiable. */
+    CLMAD_I32 = 2, /* int32_t */
+    CLMAD_I64 = 3, /* int64_t: what clmad_argmax gives and index operations take */
+    CLMAD_U8 = 4   /* uint8_t: masks */
 } clmad_dtype;
 
 /** Size in bytes of one element of dtype; 0 for an unknown dtype. */

@@ -64,9 +64,11 @@ static clmad_status check_pair(clmad_context *ctx, const char *name, clmad_tenso
     clmad_status st = clmad__check_same_context(ctx, a, name, "%s", an);
     if (st == CLMAD_OK)
         st = clmad__check_same_context(ctx, b, name, "%s", bn);
+    if (st == CLMAD_OK)
+        st = clmad__require_float(ctx, a, name, an);
     if (st == CLMAD_OK && a->dtype != b->dtype)
         st = clmad__fail(ctx, CLMAD_ERR_DTYPE, "%s: %s is %s and %s is %s", name, an,
-                         a->dtype == CLMAD_F64 ? "f64" : "f32", bn, b->dtype == CLMAD_F64 ? "f64" : "f32");
+                         clmad__dtype_name(a->dtype), bn, clmad__dtype_name(b->dtype));
     return st;
 }
 

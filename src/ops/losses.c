@@ -142,6 +142,8 @@ clmad_status clmad_cross_entropy(clmad_context *ctx, clmad_tensor *logits, clmad
 {
     CLMAD_GUARD(ctx, "clmad_cross_entropy");
     const char *name = "clmad_cross_entropy";
+    if (ctx && target && out && !clmad__dtype_is_float(target->dtype))
+        return clmad_cross_entropy_index(ctx, logits, target, out); /* integer class labels */
     clmad_status st = check_pair(ctx, name, logits, "logits", target, "target", out);
     if (st != CLMAD_OK)
         return st;

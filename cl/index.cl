@@ -11,6 +11,18 @@
  */
 #include "real.clh"
 
+/* x is NaN (never for integer elements; a function, so that the compiler
+ * does not warn about a constant condition). */
+static int clmad_is_nan(real x)
+{
+#ifdef CLMAD_ELEM_INT
+    (void)x;
+    return 0;
+#else
+    return isnan(x);
+#endif
+}
+
 /* bad[0] = 1 when an index is outside [0, limit). */
 __kernel void clmad_index_check(__global const long *restrict idx, ulong n, long limit,
                                 __global int *restrict bad)
@@ -32,9 +44,9 @@ __kernel void clmad_argext(__global long *restrict out, __global const real *res
     const ulong base = (r / inner) * n * inner + r % inner;
     real best = x[base];
     long at = 0;
-    for (ulong k = 1; k < n && best == best; k++) {
+    for (ulong k = 1; k < n && !clmad_is_nan(best); k++) {
         const real v = x[base + k * inner];
-        if (v != v || (want_max ? v > best : v < best)) {
+        if (clmad_is_nan(v) || (want_max ? v > best : v < best)) {
             best = v;
             at = (long)k;
         }

@@ -514,3 +514,71 @@ Test(index_ops, bad_input)
         clmad_tensor_release(items[i]);
     clmad_context_release(ctx);
 }
+
+/* ---- a broadcast kernel that branches on an integer label --------------- */
+
+/* Integer tensors are not inputs of broadcasts (their inputs are T); the
+ * recipe is a float copy of the labels (clmad_cast), read with ad_val:
+ * exact up to 2^24 in f32, and it needs no gradient. */
+static const char *const PICK_SRC = "T pick(T x, T label)\n"
+                                    "{\n"
+                                    "    if (ad_val(label) == 1)\n"
+                                    "        return x * x;\n"
+                                    "    if (ad_val(label) == 2)\n"
+                                    "        return exp(x);\n"
+                                    "    return -x;\n"
+                                    "}\n";
+
+typedef struct pick_env {
+    clmad_kernel *k;
+    clmad_tensor *labels, *w;
+} pick_env;
+
+static clmad_status pick_loss(clmad_context *ctx, clmad_tensor **p, void *user, clmad_tensor **loss)
+{
+    pick_env *e = user;
+    clmad_tensor *lf = NULL, *y = NULL;
+    clmad_status st = clmad_cast(ctx, e->labels, CLMAD_F64, &lf);
+    if (st == CLMAD_OK) {
+        clmad_tensor *in[2] = {p[0], lf};
+        st = clmad_broadcast(ctx, e->k, in, &y);
+    }
+    if (st == CLMAD_OK)
+        st = clmad_dot(ctx, y, e->w, loss);
+    clmad_tensor_release(lf);
+    clmad_tensor_release(y);
+    return st;
+}
+
+Test(index_ops, broadcast_branching_on_a_label)
+{
+    clmad_context *ctx = test_context();
+    unsigned seed = 12;
+    size_t xs[2] = {2, 3};
+    const int64_t lab[6] = {0, 1, 2, 2, 1, 0};
+    clmad_kernel *k;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, PICK_SRC, "pick", 2, 1, &k));
+    clmad_tensor *x = gc_random(ctx, 2, xs, -1, 1, &seed);
+    pick_env e = {k, i64_tensor(ctx, 2, xs, lab), gc_random(ctx, 2, xs, -1, 1, &seed)};
+    /* forward against the host */
+    clmad_tensor *lf, *y;
+    CHECK_OK(ctx, clmad_cast(ctx, e.labels, CLMAD_F64, &lf));
+    clmad_tensor *in[2] = {x, lf};
+    CHECK_OK(ctx, clmad_broadcast(ctx, k, in, &y));
+    double hx[6], hy[6];
+    read_f64(ctx, x, hx, 6);
+    read_f64(ctx, y, hy, 6);
+    for (int i = 0; i < 6; i++) {
+        double want = lab[i] == 1 ? hx[i] * hx[i] : lab[i] == 2 ? exp(hx[i]) : -hx[i];
+        cr_assert(fabs(hy[i] - want) <= 1e-15 * fmax(1, fabs(want)), "element %d: %g, host %g", i, hy[i], want);
+    }
+    /* backward: each element's derivative follows its label's branch */
+    gc_check(ctx, pick_loss, &e, 1, &x, 1e-6);
+    clmad_tensor_release(y);
+    clmad_tensor_release(lf);
+    clmad_tensor_release(e.labels);
+    clmad_tensor_release(e.w);
+    clmad_tensor_release(x);
+    clmad_kernel_release(k);
+    clmad_context_release(ctx);
+}

@@ -967,6 +967,8 @@ CLMAD_API clmad_status clmad_mse_loss(clmad_context *ctx, clmad_tensor *pred, cl
  *   - of logits' shape without the last axis: class indices stored as
  *     values of the dtype (exact up to 2^24 in f32); no gradient flows to
  *     them. An index that is not an integer in [0, C) makes the loss NaN.
+ *     An integer tensor (i64, i32, u8) of that shape is taken too, as
+ *     clmad_cross_entropy_index does (a label out of range is then an error).
  * The gradient of the logits is (softmax - target) / rows. A bad row (a
  * +inf or NaN logit) has a NaN gradient and makes the loss NaN, as in
  * PyTorch, and leaves the other rows' gradients as they are; a -inf logit

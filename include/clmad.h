@@ -428,7 +428,14 @@ CLMAD_API clmad_status clmad_finish(clmad_context *ctx);
 
 typedef enum clmad_dtype {
     CLMAD_F32 = 0,
-    CLMAD_F64 = 1
+    CLMAD_F64 = 1,
+    /* Integer tensors (class labels, indices, masks): created, filled,
+     * read, written, copied, sliced, concatenated, reshaped and transposed
+     * like the others, and taken by the index operations ("Integer tensors
+     * and index operations" below). Never differentiable. */
+    CLMAD_I32 = 2, /* int32_t */
+    CLMAD_I64 = 3, /* int64_t: what clmad_argmax gives and index operations take */
+    CLMAD_U8 = 4   /* uint8_t: masks */
 } clmad_dtype;
 
 /** Size in bytes of one element of dtype; 0 for an unknown dtype. */
@@ -960,6 +967,8 @@ CLMAD_API clmad_status clmad_mse_loss(clmad_context *ctx, clmad_tensor *pred, cl
  *   - of logits' shape without the last axis: class indices stored as
  *     values of the dtype (exact up to 2^24 in f32); no gradient flows to
  *     them. An index that is not an integer in [0, C) makes the loss NaN.
+ *     An integer tensor (i64, i32, u8) of that shape is taken too, as
+ *     clmad_cross_entropy_index does (a label out of range is then an error).
  * The gradient of the logits is (softmax - target) / rows. A bad row (a
  * +inf or NaN logit) has a NaN gradient and makes the loss NaN, as in
  * PyTorch, and leaves the other rows' gradients as they are; a -inf logit
@@ -987,6 +996,143 @@ CLMAD_API clmad_status clmad_cross_entropy(clmad_context *ctx, clmad_tensor *log
  */
 CLMAD_API clmad_status clmad_bmm(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a, int trans_b,
                        clmad_tensor **out);
+
+/* ------------------------------------------------------------------------ */
+/* Integer tensors and index operations                                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Integer tensors (CLMAD_I32, CLMAD_I64, CLMAD_U8) hold class labels,
+ * indices and masks. They are created, filled (clmad_tensor_fill refuses,
+ * with CLMAD_ERR_INVALID_ARGUMENT, a value that is not an integer in the
+ * dtype's range), read, written, copied (clmad_tensor_copy, staging),
+ * sliced, concatenated, reshaped and transposed like float tensors, and
+ * clmad_tensor_item reads them (i64 exactly up to 2^53). They never carry
+ * a gradient: clmad_tensor_set_requires_grad(t, 1) on one fails with
+ * CLMAD_ERR_DTYPE. Every float-only operation (the elementwise builtins
+ * and broadcasts, products, sums and means, the axis operations, losses
+ * over float targets, random initialisation, axpby, optimizers) refuses
+ * them with CLMAD_ERR_DTYPE, the message naming the call and the argument
+ * ("clmad_sum: x is an integer tensor (i64) ..."); clmad_cast converts.
+ *
+ * Index tensors are CLMAD_I64. Every index is checked at the call: a
+ * kernel flags any index outside [0, size) on the device and the call
+ * waits for that flag (one small read, so an index operation synchronises
+ * with the device once); a bad index fails the call with
+ * CLMAD_ERR_INVALID_ARGUMENT naming the first bad position and its value
+ * ("clmad_gather: index[3] = 7 is outside [0, 5)"), before anything is
+ * computed or recorded. Negative indices are out of range (no wrap-around).
+ * The gradients of the index operations are sums of the output's adjoint
+ * over the positions that took each element, each summed by one
+ * work-item in the order of the positions (no atomics): bitwise
+ * reproducible on one device. Each call creates its output (*out), owned
+ * by the caller. Errors of all, besides those named: CLMAD_ERR_INVALID_ARGUMENT
+ * (NULL, a tensor of another context, an axis outside the rank),
+ * CLMAD_ERR_DTYPE (an index tensor that is not i64), CLMAD_ERR_STATE (ctx
+ * released), CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL, CLMAD_ERR_BUILD.
+ */
+
+/**
+ * The index (i64) of the largest (argmax) or smallest (argmin) element
+ * along axis of x, any dtype; keepdims keeps the axis with size 1. Ties
+ * give the first index, and a NaN counts as the extreme (the first NaN
+ * wins), as in NumPy. Records nothing (no gradient).
+ * Errors also: CLMAD_ERR_SHAPE (an empty axis).
+ */
+CLMAD_API clmad_status clmad_argmax(clmad_context *ctx, clmad_tensor *x, int axis, int keepdims, clmad_tensor **out);
+CLMAD_API clmad_status clmad_argmin(clmad_context *ctx, clmad_tensor *x, int axis, int keepdims, clmad_tensor **out);
+
+/**
+ * The rows index[0..K) of x along axis (index 1-d, i64; repeats allowed):
+ * out has x's shape with K along axis, out[.., k, ..] = x[.., index[k], ..].
+ * x of any dtype. Gradient to x: each row of x receives the sum of the
+ * output's rows that took it. Errors also: CLMAD_ERR_SHAPE (index not
+ * 1-d), CLMAD_ERR_INVALID_ARGUMENT (an index outside [0, x's size along axis)).
+ */
+CLMAD_API clmad_status clmad_index_select(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor *index,
+                                          clmad_tensor **out);
+
+/**
+ * Embedding lookup: weight (V, D), index i64 of any shape (rank below
+ * CLMAD_MAX_DIMS); out (index's shape..., D) holds the rows
+ * weight[index[...]]. clmad_index_select of weight along axis 0 by the
+ * flattened index, with its gradient to weight. Errors also:
+ * CLMAD_ERR_SHAPE (weight not 2-d), CLMAD_ERR_INVALID_ARGUMENT (an index
+ * outside [0, V)).
+ */
+CLMAD_API clmad_status clmad_embedding(clmad_context *ctx, clmad_tensor *weight, clmad_tensor *index,
+                                       clmad_tensor **out);
+
+/**
+ * out[i][j][k] = x[i][index[i][j][k]][k] for axis 1 (and likewise for any
+ * axis), as torch.gather: index (i64) has x's rank and x's sizes outside
+ * axis (any size along it), out has index's shape. x of any dtype.
+ * Gradient to x: the output's adjoint scattered back and summed
+ * (clmad_scatter_add). Errors also: CLMAD_ERR_SHAPE (index's rank or sizes
+ * outside axis), CLMAD_ERR_INVALID_ARGUMENT (an index outside [0, x's size
+ * along axis)).
+ */
+CLMAD_API clmad_status clmad_gather(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor *index,
+                                    clmad_tensor **out);
+
+/**
+ * out = x with src added at index along axis, as torch.scatter_add (out of
+ * place): for axis 1, out[i][index[i][j][k]][k] += src[i][j][k]; index (i64)
+ * and src have one shape, with x's rank and sizes outside axis. Repeated
+ * indices add up, in the order of j. Gradients: to x the output's adjoint,
+ * to src the adjoint gathered at index (clmad_gather). Errors also:
+ * CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE (x and src differ), CLMAD_ERR_INVALID_ARGUMENT
+ * (an index outside [0, x's size along axis)).
+ */
+CLMAD_API clmad_status clmad_scatter_add(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor *index,
+                                         clmad_tensor *src, clmad_tensor **out);
+
+/**
+ * One-hot rows: index i64 of any shape (rank below CLMAD_MAX_DIMS); out
+ * (index's shape..., classes) of dtype (float or integer) is 1 at
+ * [..., index[...]] and 0 elsewhere. Records nothing. Errors also:
+ * CLMAD_ERR_SHAPE (rank), CLMAD_ERR_INVALID_ARGUMENT (an index outside
+ * [0, classes), an unknown dtype).
+ */
+CLMAD_API clmad_status clmad_one_hot(clmad_context *ctx, clmad_tensor *index, size_t classes, clmad_dtype dtype,
+                                     clmad_tensor **out);
+
+/**
+ * x converted to dtype, elementwise, as C converts: integers to floats
+ * round to nearest, floats to integers truncate toward zero (NaN, inf and
+ * values outside the integer type's range give unspecified values), a
+ * nonzero mask stays nonzero when made float. Between f32 and f64 the
+ * gradient flows back (converted to x's dtype); a cast to an integer dtype
+ * records nothing. Errors also: CLMAD_ERR_INVALID_ARGUMENT (an unknown
+ * dtype), CLMAD_ERR_UNSUPPORTED (f64 without device fp64).
+ */
+CLMAD_API clmad_status clmad_cast(clmad_context *ctx, clmad_tensor *x, clmad_dtype dtype, clmad_tensor **out);
+
+/**
+ * Softmax cross-entropy over integer class labels: logits (..., C) of f32
+ * or f64, labels (...) of i64 (i32 and u8 are converted) in [0, C); the
+ * mean over the rows of -log_softmax(logits)[label], a 0-d tensor, NaN
+ * over zero rows. Built from recorded operations (clmad_log_softmax,
+ * clmad_gather, clmad_mean), so the gradient of the logits is
+ * (softmax - onehot(label)) / rows; as clmad_cross_entropy, a row with a
+ * +inf or NaN logit has a NaN gradient and makes the loss NaN, the other
+ * rows' gradients untouched. clmad_cross_entropy given an integer target
+ * calls this. Errors also: CLMAD_ERR_DTYPE (float labels, integer
+ * logits), CLMAD_ERR_SHAPE (labels not of logits' shape without its last
+ * axis, no classes), CLMAD_ERR_INVALID_ARGUMENT (a label outside [0, C)).
+ */
+CLMAD_API clmad_status clmad_cross_entropy_index(clmad_context *ctx, clmad_tensor *logits, clmad_tensor *labels,
+                                                 clmad_tensor **out);
+
+/**
+ * The fraction of rows whose argmax over the last axis of logits (ties:
+ * the first) equals the label, in *value (NaN over zero rows): argmax on
+ * the device, the comparison on the host (it waits for the device).
+ * Records nothing. Arguments and errors as clmad_cross_entropy_index,
+ * except that labels are not range-checked (an out-of-range label is a
+ * miss).
+ */
+CLMAD_API clmad_status clmad_accuracy(clmad_context *ctx, clmad_tensor *logits, clmad_tensor *labels, double *value);
 
 /* ------------------------------------------------------------------------ */
 /* Training helpers: scalars                                                 */

@@ -34,10 +34,12 @@ static clmad_status check_and_plan(clmad_context *ctx, clmad_kernel *k, clmad_te
         if (inputs[j]->dtype != inputs[0]->dtype)
             return clmad__fail(ctx, CLMAD_ERR_DTYPE,
                                "%s(%s): input %d is %s but input 0 is %s; inputs must share one dtype",
-                               call, k->fn_name, j, inputs[j]->dtype == CLMAD_F64 ? "f64" : "f32",
-                               inputs[0]->dtype == CLMAD_F64 ? "f64" : "f32");
+                               call, k->fn_name, j, clmad__dtype_name(inputs[j]->dtype),
+                               clmad__dtype_name(inputs[0]->dtype));
     }
-    clmad_status st = clmad__check_dtype(ctx, inputs[0]->dtype);
+    clmad_status st = clmad__require_float(ctx, inputs[0], what, "input 0");
+    if (st == CLMAD_OK)
+        st = clmad__check_dtype(ctx, inputs[0]->dtype);
     if (st != CLMAD_OK)
         return st;
     return clmad__plan_broadcast(ctx, what, inputs, k->n_inputs, plan);

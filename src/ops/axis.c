@@ -106,6 +106,8 @@ static clmad_status axis_op(clmad_context *ctx, axis_kind kind, clmad_tensor *x,
     if (!x || !out)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: %s is NULL", name, !x ? "x" : "out");
     clmad_status st = clmad__check_same_context(ctx, x, name, "x");
+    if (st == CLMAD_OK)
+        st = clmad__require_float(ctx, x, name, "x");
     if (st != CLMAD_OK)
         return st;
     int a = axis < 0 ? axis + x->ndim : axis;

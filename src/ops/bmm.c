@@ -22,6 +22,9 @@ clmad_status clmad_bmm(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int
                            b->ndim);
     if (a->dtype != b->dtype)
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_bmm: operands of different dtypes");
+    st = clmad__require_float(ctx, a, "clmad_bmm", "a");
+    if (st != CLMAD_OK)
+        return st;
     if (a->shape[0] != b->shape[0])
         return clmad__fail(ctx, CLMAD_ERR_SHAPE, "clmad_bmm: batches of %zu and %zu matrices differ",
                            a->shape[0], b->shape[0]);

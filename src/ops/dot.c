@@ -83,7 +83,7 @@ clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clm
         return st;
     if (a->dtype != b->dtype)
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_dot: a is %s, b is %s",
-                           a->dtype == CLMAD_F64 ? "f64" : "f32", b->dtype == CLMAD_F64 ? "f64" : "f32");
+                           clmad__dtype_name(a->dtype), clmad__dtype_name(b->dtype));
     int same = a->ndim == b->ndim;
     for (int d = 0; same && d < a->ndim; d++)
         same = a->shape[d] == b->shape[d];
@@ -91,7 +91,9 @@ clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clm
         return clmad__fail(ctx, CLMAD_ERR_SHAPE,
                            "clmad_dot: a and b must have the same shape (ranks %d and %d; no broadcasting)",
                            a->ndim, b->ndim);
-    st = clmad__check_dtype(ctx, a->dtype);
+    st = clmad__require_float(ctx, a, "clmad_dot", "a");
+    if (st == CLMAD_OK)
+        st = clmad__check_dtype(ctx, a->dtype);
     if (st != CLMAD_OK)
         return st;
     clmad_tensor *y;

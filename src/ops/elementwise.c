@@ -94,6 +94,20 @@ UNARY(clmad_sqrt, CLMAD_BUILTIN_SQRT)
 clmad_status clmad_where(clmad_context *ctx, clmad_tensor *cond, clmad_tensor *a, clmad_tensor *b,
                          clmad_tensor **out)
 {
+    /* An integer mask (u8, i32, i64) is converted to a's dtype first: the
+     * builtin's inputs share one dtype, and nonzero stays nonzero. */
+    if (ctx && cond && a && !clmad__dtype_is_float(cond->dtype) && clmad__dtype_is_float(a->dtype) &&
+        cond->ctx == ctx) {
+        CLMAD_GUARD(ctx, "clmad_where");
+        clmad_tensor *mask = NULL;
+        clmad_status st = clmad_cast(ctx, cond, a->dtype, &mask);
+        if (st != CLMAD_OK)
+            return st;
+        clmad_tensor *in[3] = {mask, a, b};
+        st = builtin(ctx, CLMAD_BUILTIN_WHERE, in, out);
+        clmad_tensor_release(mask);
+        return st;
+    }
     clmad_tensor *in[3] = {cond, a, b};
     return builtin(ctx, CLMAD_BUILTIN_WHERE, in, out);
 }

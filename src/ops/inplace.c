@@ -12,11 +12,13 @@ clmad_status clmad_tensor_axpby(clmad_tensor *y, double alpha, clmad_tensor *x, 
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tensor_axpby: y is NULL");
     clmad_context *ctx = y->ctx;
     clmad_status st = clmad__check_same_context(ctx, x, "clmad_tensor_axpby", "x");
+    if (st == CLMAD_OK)
+        st = clmad__require_float(ctx, y, "clmad_tensor_axpby", "y");
     if (st != CLMAD_OK)
         return st;
     if (x && x->dtype != y->dtype)
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_tensor_axpby: y is %s, x %s",
-                           y->dtype == CLMAD_F64 ? "f64" : "f32", x->dtype == CLMAD_F64 ? "f64" : "f32");
+                           clmad__dtype_name(y->dtype), clmad__dtype_name(x->dtype));
     if (x && !clmad__same_shape(x, y))
         return clmad__fail(ctx, CLMAD_ERR_SHAPE, "clmad_tensor_axpby: x and y have different shapes");
     st = clmad__check_writable(y, "clmad_tensor_axpby", "y");

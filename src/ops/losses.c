@@ -64,9 +64,11 @@ static clmad_status check_pair(clmad_context *ctx, const char *name, clmad_tenso
     clmad_status st = clmad__check_same_context(ctx, a, name, "%s", an);
     if (st == CLMAD_OK)
         st = clmad__check_same_context(ctx, b, name, "%s", bn);
+    if (st == CLMAD_OK)
+        st = clmad__require_float(ctx, a, name, an);
     if (st == CLMAD_OK && a->dtype != b->dtype)
         st = clmad__fail(ctx, CLMAD_ERR_DTYPE, "%s: %s is %s and %s is %s", name, an,
-                         a->dtype == CLMAD_F64 ? "f64" : "f32", bn, b->dtype == CLMAD_F64 ? "f64" : "f32");
+                         clmad__dtype_name(a->dtype), bn, clmad__dtype_name(b->dtype));
     return st;
 }
 
@@ -140,6 +142,8 @@ clmad_status clmad_cross_entropy(clmad_context *ctx, clmad_tensor *logits, clmad
 {
     CLMAD_GUARD(ctx, "clmad_cross_entropy");
     const char *name = "clmad_cross_entropy";
+    if (ctx && target && out && !clmad__dtype_is_float(target->dtype))
+        return clmad_cross_entropy_index(ctx, logits, target, out); /* integer class labels */
     clmad_status st = check_pair(ctx, name, logits, "logits", target, "target", out);
     if (st != CLMAD_OK)
         return st;

@@ -15,6 +15,9 @@ clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, 
                            a->ndim, b->ndim);
     if (a->dtype != b->dtype)
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_matmul: operands of different dtypes");
+    st = clmad__require_float(ctx, a, "clmad_matmul", "a");
+    if (st != CLMAD_OK)
+        return st;
     size_t m = trans_a ? a->shape[1] : a->shape[0], k = trans_a ? a->shape[0] : a->shape[1];
     size_t kb = trans_b ? b->shape[1] : b->shape[0], n = trans_b ? b->shape[0] : b->shape[1];
     if (k != kb)

@@ -65,16 +65,22 @@ clmad_status clmad_tensor_item(clmad_tensor *t, double *value)
     if (t->numel != 1)
         return clmad__fail(t->ctx, CLMAD_ERR_SHAPE,
                            "clmad_tensor_item: the tensor has %zu elements, not one", t->numel);
-    if (t->dtype == CLMAD_F64) {
+    union {
+        float f;
         double d;
-        clmad_status st = clmad_tensor_read(t, &d, sizeof d);
-        if (st == CLMAD_OK)
-            *value = d;
+        int32_t i;
+        int64_t l;
+        uint8_t u;
+    } e;
+    clmad_status st = clmad_tensor_read(t, &e, sizeof e);
+    if (st != CLMAD_OK)
         return st;
+    switch (t->dtype) {
+    case CLMAD_F32: *value = e.f; break;
+    case CLMAD_F64: *value = e.d; break;
+    case CLMAD_I32: *value = e.i; break;
+    case CLMAD_I64: *value = (double)e.l; break; /* exact up to 2^53 */
+    case CLMAD_U8: *value = e.u; break;
     }
-    float f;
-    clmad_status st = clmad_tensor_read(t, &f, sizeof f);
-    if (st == CLMAD_OK)
-        *value = f;
     return st;
 }

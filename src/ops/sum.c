@@ -58,6 +58,8 @@ static clmad_status reduce_op(clmad_context *ctx, const char *name, clmad_tensor
     if (!x || !out || (naxes > 0 && !axes) || naxes < 0)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: NULL or invalid argument", name);
     clmad_status checked = clmad__check_same_context(ctx, x, name, "x");
+    if (checked == CLMAD_OK)
+        checked = clmad__require_float(ctx, x, name, "x");
     if (checked != CLMAD_OK)
         return checked;
     sum_data *d = calloc(1, sizeof *d);

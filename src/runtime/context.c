@@ -145,7 +145,7 @@ static void context_destroy(clmad_context *ctx)
     if (ctx->queue)
         clFinish(ctx->queue);
     clmad__scope_free(ctx);
-    for (int d = 0; d < 2; d++)
+    for (int d = 0; d < CLMAD__DTYPE_COUNT; d++)
         for (int i = 0; i < CLMAD_KERNEL_COUNT; i++)
             if (ctx->kernels[d][i])
                 clReleaseKernel(ctx->kernels[d][i]);

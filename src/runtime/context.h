@@ -30,6 +30,9 @@ typedef struct clmad_tape_settings {
     struct clmad_tape *state;
 } clmad_tape_settings;
 
+/* How many clmad_dtype values there are (the enum of clmad.h). */
+#define CLMAD__DTYPE_COUNT 5
+
 struct clmad_context {
     cl_platform_id platform;
     cl_device_id device;
@@ -51,7 +54,7 @@ struct clmad_context {
     int chunk_cap;                  /* 0: the device default */
     clmad_message error;
     clmad_tape_settings tape;
-    cl_kernel kernels[2][CLMAD_KERNEL_COUNT]; /* [dtype][id], kernels.c */
+    cl_kernel kernels[CLMAD__DTYPE_COUNT][CLMAD_KERNEL_COUNT]; /* [dtype][id], kernels.c */
     struct clmad_builtins *builtins;          /* the ops layer's (ops/builtins.h), NULL until used */
     /* Scopes (scope.c): every tensor made while one is open, by position;
      * an entry is NULL once the tensor is freed or kept. marks[i] is where
@@ -106,8 +109,22 @@ void clmad__context_release_end(clmad_context *ctx);
 clmad_status clmad__check_open(const clmad_context *ctx, const char *call);
 
 
-/* CLMAD_ERR_UNSUPPORTED unless the context can compute in dtype. */
+/* CLMAD_ERR_UNSUPPORTED unless the context can compute in dtype
+ * (CLMAD_ERR_INVALID_ARGUMENT for a value outside the enum). */
 clmad_status clmad__check_dtype(const clmad_context *ctx, clmad_dtype dtype);
+
+/* 1 for f32 and f64, the dtypes that arithmetic and gradients take. */
+int clmad__dtype_is_float(clmad_dtype dtype);
+
+/* "f32", "f64", "i32", "i64", "u8" ("?" outside the enum): for messages. */
+const char *clmad__dtype_name(clmad_dtype dtype);
+
+/* CLMAD_ERR_DTYPE, naming `call` and the argument `what`, when t is an
+ * integer tensor: every float-only operation (arithmetic, products,
+ * reductions, losses, optimizers) checks its tensors with it, so that an
+ * integer tensor is refused rather than read as floats. NULL passes. */
+clmad_status clmad__require_float(const clmad_context *ctx, const clmad_tensor *t, const char *call,
+                                  const char *what);
 
 /* CLMAD_ERR_INVALID_ARGUMENT, naming `call` and the field, when a context
  * parameter of opt is out of its bounds (context_params.c). */

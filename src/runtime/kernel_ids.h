@@ -25,7 +25,20 @@
     X(CLMAD_TRAIN_RAND, "train.cl", "clmad_rand")                                \
     X(CLMAD_TRAIN_AXPBY, "train.cl", "clmad_axpby")                              \
     X(CLMAD_TRAIN_SGD, "train.cl", "clmad_sgd")                                  \
-    X(CLMAD_TRAIN_ADAM, "train.cl", "clmad_adam")
+    X(CLMAD_TRAIN_ADAM, "train.cl", "clmad_adam")                                \
+    /* index operations (ops/index_*.c); built for integer dtypes too */          \
+    X(CLMAD_INDEX_CHECK, "index.cl", "clmad_index_check")                        \
+    X(CLMAD_INDEX_ARGEXT, "index.cl", "clmad_argext")                            \
+    X(CLMAD_INDEX_SELECT, "index.cl", "clmad_index_select")                      \
+    X(CLMAD_INDEX_SELECT_GRAD, "index.cl", "clmad_index_select_grad")            \
+    X(CLMAD_INDEX_GATHER, "index.cl", "clmad_gather")                            \
+    X(CLMAD_INDEX_SCATTER_ADD, "index.cl", "clmad_scatter_add")                  \
+    X(CLMAD_INDEX_ONE_HOT, "index.cl", "clmad_one_hot_index")                    \
+    X(CLMAD_INDEX_CAST_F32, "index.cl", "clmad_cast_from_f32")                   \
+    X(CLMAD_INDEX_CAST_F64, "index.cl", "clmad_cast_from_f64")                   \
+    X(CLMAD_INDEX_CAST_I32, "index.cl", "clmad_cast_from_i32")                   \
+    X(CLMAD_INDEX_CAST_I64, "index.cl", "clmad_cast_from_i64")                   \
+    X(CLMAD_INDEX_CAST_U8, "index.cl", "clmad_cast_from_u8")
 
 typedef enum clmad_kernel_id {
 #define CLMAD__KERNEL_ID(id, file, name) id,

@@ -6,6 +6,7 @@
 #include "base/strbuf.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const struct {
     const char *file, *name;
@@ -26,15 +27,30 @@ CLMAD_CACHED_KERNELS(CLMAD__KERNEL_CHECK)
 clmad_status clmad__cached_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_kernel_id id,
                                   cl_kernel *kernel)
 {
-    cl_kernel *slot = &ctx->kernels[dtype == CLMAD_F64][id];
+    if ((unsigned)dtype >= CLMAD__DTYPE_COUNT || (unsigned)id >= CLMAD_KERNEL_COUNT)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "internal kernel %d for dtype %d", (int)id,
+                           (int)dtype);
+    /* A safety net behind the checks of the calls (clmad__require_float):
+     * only the files written for any element type build for integers. */
+    if (!clmad__dtype_is_float(dtype) && strcmp(KERNELS[id].file, "ops.cl") != 0 &&
+        strcmp(KERNELS[id].file, "index.cl") != 0)
+        return clmad__fail(ctx, CLMAD_ERR_DTYPE, "internal kernel %s takes f32 or f64 elements, not %s",
+                           KERNELS[id].name, clmad__dtype_name(dtype));
+    cl_kernel *slot = &ctx->kernels[dtype][id];
     if (*slot) {
         *kernel = *slot;
         return CLMAD_OK;
     }
-    /* real and clmad__real8 come from cl/real.clh, which each file includes. */
+    /* real and clmad__real8 come from cl/real.clh, which each file includes;
+     * for an integer dtype `real` is that integer type (CLMAD_ELEM_INT). */
+    static const char *const INT_TYPES[CLMAD__DTYPE_COUNT] = {
+        [CLMAD_I32] = "int", [CLMAD_I64] = "long", [CLMAD_U8] = "uchar"};
     clmad_strbuf sb = {0};
-    clmad__sb_printf(&sb, "#define CLMAD_REAL_DOUBLE %d\n#line 1 \"%s\"\n", dtype == CLMAD_F64,
-                     KERNELS[id].file);
+    clmad__sb_printf(&sb, "#define CLMAD_REAL_DOUBLE %d\n", dtype == CLMAD_F64);
+    if (INT_TYPES[dtype])
+        clmad__sb_printf(&sb, "#define CLMAD_ELEM_INT %s\n#define CLMAD_ELEM_INT8 %s8\n", INT_TYPES[dtype],
+                         INT_TYPES[dtype]);
+    clmad__sb_printf(&sb, "#line 1 \"%s\"\n", KERNELS[id].file);
     clmad__sb_append(&sb, clmad__embedded_source(KERNELS[id].file));
     if (sb.failed) {
         clmad__sb_free(&sb);
@@ -82,6 +98,18 @@ clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n, u
     return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(ctx, err, "clEnqueueNDRangeKernel");
 }
 
+size_t clmad__real_arg(clmad_dtype dtype, double value, clmad_real_arg *arg)
+{
+    switch (dtype) {
+    case CLMAD_F32: arg->f = (float)value; break;
+    case CLMAD_F64: arg->d = value; break;
+    case CLMAD_I32: arg->i = (cl_int)value; break;
+    case CLMAD_I64: arg->l = (cl_long)value; break;
+    case CLMAD_U8: arg->u = (cl_uchar)value; break;
+    }
+    return clmad_dtype_size(dtype);
+}
+
 clmad_status clmad__fill(clmad_context *ctx, cl_mem mem, clmad_dtype dtype, size_t n, double value)
 {
     if (n == 0)
@@ -90,10 +118,11 @@ clmad_status clmad__fill(clmad_context *ctx, cl_mem mem, clmad_dtype dtype, size
     clmad_status st = clmad__cached_kernel(ctx, dtype, CLMAD_OPS_FILL, &kernel);
     if (st != CLMAD_OK)
         return st;
-    float value_f = (float)value;
+    clmad_real_arg arg;
+    size_t arg_size = clmad__real_arg(dtype, value, &arg);
     cl_ulong count = n;
-    const void *values[] = {&mem, dtype == CLMAD_F32 ? (const void *)&value_f : (const void *)&value, &count};
-    const size_t sizes[] = {sizeof mem, dtype == CLMAD_F32 ? sizeof value_f : sizeof value, sizeof count};
+    const void *values[] = {&mem, &arg, &count};
+    const size_t sizes[] = {sizeof mem, arg_size, sizeof count};
     st = clmad__set_kernel_args(ctx, kernel, 3, sizes, values);
     if (st != CLMAD_OK)
         return st;

@@ -19,6 +19,19 @@ clmad_status clmad__set_kernel_args(clmad_context *ctx, cl_kernel k, int n, cons
 /* Enqueues a 1-d range of at least n work-items (rounded up to the group)
  * and counts it in the stats with the bytes it reads and writes. */
 clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n, uint64_t bytes);
+/* A kernel argument of type `real` for dtype (an integer type for integer
+ * dtypes: value is then in range and integral, as the callers check). */
+typedef union clmad_real_arg {
+    float f;
+    double d;
+    cl_int i;
+    cl_long l;
+    cl_uchar u;
+} clmad_real_arg;
+
+/* Stores value as dtype's `real` in *arg and returns its size in bytes. */
+size_t clmad__real_arg(clmad_dtype dtype, double value, clmad_real_arg *arg);
+
 /* Sets the first n elements of `mem` (of dtype) to value, with a kernel
  * rather than clEnqueueFillBuffer: Oclgrind (21.10) does not count a
  * buffer fill as initialising memory, so its uninitialised-value checks of

@@ -67,13 +67,12 @@ clmad_status clmad__strided_copy(clmad_context *ctx, clmad_tensor *dst, size_t d
     cl_ulong nn = n, doff = dst_off, soff = src_off;
     cl_int ndim = nd, acc = accumulate;
     cl_ulong8 d8 = pack8(nd, dims), ds8 = pack8(nd, dst_strides), ss8 = pack8(nd, src_strides);
-    float sf = (float)scale;
-    int f64 = dst->dtype == CLMAD_F64;
+    clmad_real_arg scale_arg;
+    const size_t scale_size = clmad__real_arg(dst->dtype, scale, &scale_arg);
     const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof nn, sizeof ndim, sizeof d8,
-                            sizeof ds8, sizeof ss8, sizeof doff, sizeof soff,
-                            f64 ? sizeof scale : sizeof sf, sizeof acc};
+                            sizeof ds8, sizeof ss8, sizeof doff, sizeof soff, scale_size, sizeof acc};
     const void *values[] = {&dst->mem, &src->mem, &nn, &ndim, &d8, &ds8, &ss8, &doff, &soff,
-                            f64 ? (const void *)&scale : (const void *)&sf, &acc};
+                            &scale_arg, &acc};
     st = clmad__set_kernel_args(ctx, k, 11, sizes, values);
     /* Each element read once and written once (twice when accumulating). */
     uint64_t bytes = (uint64_t)n * clmad_dtype_size(dst->dtype) * (accumulate ? 3 : 2);

@@ -5,6 +5,7 @@
 #include "base/strbuf.h"
 #include "runtime/context_guard.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -148,12 +149,32 @@ clmad_status clmad_tensor_create(clmad_context *ctx, clmad_dtype dtype, int ndim
     return CLMAD_OK;
 }
 
+/* An integer dtype takes integral values in its range (a cast of anything
+ * else is undefined in C): refused with CLMAD_ERR_INVALID_ARGUMENT. */
+static clmad_status check_integer_value(const clmad_context *ctx, const char *call, clmad_dtype dtype,
+                                        double value)
+{
+    double lo, hi; /* hi excluded: 2^31, 2^63 and 256 are exact doubles */
+    switch (dtype) {
+    case CLMAD_I32: lo = -2147483648.0, hi = 2147483648.0; break;
+    case CLMAD_I64: lo = -9223372036854775808.0, hi = 9223372036854775808.0; break;
+    case CLMAD_U8: lo = 0, hi = 256; break;
+    default: return CLMAD_OK;
+    }
+    if (value >= lo && value < hi && value == floor(value))
+        return CLMAD_OK;
+    return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: %g is not a value of dtype %s (an integer in [%.0f, %.0f))",
+                       call, value, clmad__dtype_name(dtype), lo, hi);
+}
+
 clmad_status clmad_tensor_fill(clmad_context *ctx, clmad_dtype dtype, int ndim,
                                const size_t *shape, double value, clmad_tensor **out)
 {
     CLMAD_GUARD(ctx, "clmad_tensor_fill");
     clmad_tensor *t = NULL;
-    clmad_status st = tensor_alloc(ctx, dtype, ndim, shape, &t, out);
+    clmad_status st = ctx ? check_integer_value(ctx, "clmad_tensor_fill", dtype, value) : CLMAD_OK;
+    if (st == CLMAD_OK)
+        st = tensor_alloc(ctx, dtype, ndim, shape, &t, out);
     if (st != CLMAD_OK)
         return st;
     st = clmad__fill(ctx, t->mem, dtype, t->numel, value);

@@ -192,7 +192,8 @@ class Context:
         dtype from the array (float32 or float64) unless given."""
         a = np.asarray(data) if dtype is None else np.asarray(data, dtype=dtype)
         code = dtype_code(a.dtype)
-        a = np.ascontiguousarray(a)
+        if not a.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+            a = a.copy(order="C")
         t = new_tensor(self, L.clmad_tensor_create, code, a.ndim, _lib.size_array(a.shape),
                        a.ctypes.data if a.size else None)
         if requires_grad:

@@ -3,10 +3,12 @@
 
 Every function records its adjoint on the tape (as the C call does) except
 compare, which gives a mask without a gradient. A Python number where a
-tensor is expected becomes a 0-d tensor of the other operand's dtype.
+tensor is expected becomes a 0-d tensor of the other operand's dtype, a NumPy array a tensor (a copy).
 """
 import builtins
 import numbers
+
+import numpy as np
 
 from . import _lib
 from .errors import InvalidArgumentError, ShapeError
@@ -20,13 +22,20 @@ def _pair(a, b):
     if isinstance(a, Tensor):
         ctx = a._ctx
         if not isinstance(b, Tensor):
-            b = ctx.scalar(_number(b), a.dtype)
+            b = _constant(ctx, b, a.dtype)
     elif isinstance(b, Tensor):
         ctx = b._ctx
-        a = ctx.scalar(_number(a), b.dtype)
+        a = _constant(ctx, a, b.dtype)
     else:
         raise TypeError("clmad: at least one operand must be a clmad.Tensor")
     return ctx, a, b
+
+
+def _constant(ctx, x, dtype):
+    """A number as a 0-d tensor, a NumPy array as a tensor (a copy), of dtype."""
+    if isinstance(x, np.ndarray):
+        return ctx.tensor(x, dtype=dtype)
+    return ctx.scalar(_number(x), dtype)
 
 
 def _number(x):
@@ -140,7 +149,8 @@ def max(x, axis=None, keepdims=False):  # noqa: A001
     """The max along one axis, or over every element (axis None)."""
     x = _tensor(x)
     if axis is None:
-        m = new_tensor(x._ctx, L.clmad_max, reshape(x, -1)._handle, 0, 0)
+        flat = reshape(x, -1)  # held until the call returns
+        m = new_tensor(x._ctx, L.clmad_max, flat._handle, 0, 0)
         return reshape(m, *([1] * x.ndim)) if keepdims else m
     return new_tensor(x._ctx, L.clmad_max, x._handle, int(axis), 1 if keepdims else 0)
 

@@ -131,7 +131,9 @@ class Tensor:
 
     def write(self, array):
         """Overwrites the values from a NumPy array of the same shape (converted to the dtype)."""
-        a = np.ascontiguousarray(array, dtype=self.dtype)
+        a = np.asarray(array, dtype=self.dtype)
+        if not a.flags.c_contiguous:
+            a = a.copy(order="C")
         if a.shape != self.shape:
             from .errors import ShapeError
             raise ShapeError(f"write: array of shape {a.shape} into a tensor of shape {self.shape}")

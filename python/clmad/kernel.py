@@ -15,7 +15,8 @@ L = _lib.lib
 def signature(source, name):
     """(n_inputs, n_outputs) of function `name` in source: T parameters are inputs,
     T * parameters outputs (a void function), else one output. None if not found."""
-    m = re.search(r"\b(\w+)\s+" + re.escape(name) + r"\s*\(([^)]*)\)\s*\{", source)
+    code = re.sub(r"/\*.*?\*/|//[^\n]*", " ", source, flags=re.S)  # without comments
+    m = re.search(r"\b(\w+)\s+" + re.escape(name) + r"\s*\(([^)]*)\)\s*\{", code)
     if not m:
         return None
     params = [p.strip() for p in m.group(2).split(",") if p.strip() and p.strip() != "void"]

@@ -109,6 +109,7 @@ _PROTOTYPES = {
     "clmad_set_retain_tape": (st, [ctx_p, c_int]),
     "clmad_set_grad_enabled": (st, [ctx_p, c_int]),
     "clmad_tape_clear": (None, [ctx_p]),
+    "clmad_set_partials_policy": (st, [ctx_p, c_int]),
     "clmad_compare": (st, [ctx_p, c_int, T, T, PT]),
     "clmad_where": (st, [ctx_p, T, T, T, PT]),
     "clmad_sum": (st, [ctx_p, T, c_int, POINTER(c_int), c_int, PT]),

@@ -161,6 +161,20 @@ class Context:
     def grad_enabled(self, on):
         self._check(L.clmad_set_grad_enabled(self._live, 1 if on else 0))
 
+    _POLICIES = ("auto", "store", "recompute")
+
+    @property
+    def partials_policy(self):
+        """When broadcasts evaluate their partials: "auto", "store" or "recompute"."""
+        return self._POLICIES[self._param(_lib.PARAM_PARTIALS_POLICY)]
+
+    @partials_policy.setter
+    def partials_policy(self, policy):
+        if policy not in self._POLICIES:
+            from .errors import InvalidArgumentError
+            raise InvalidArgumentError(f"partials_policy: one of {self._POLICIES}, not {policy!r}")
+        self._check(L.clmad_set_partials_policy(self._live, self._POLICIES.index(policy)))
+
     @contextlib.contextmanager
     def no_grad(self):
         """Records nothing inside the block (clmad_set_grad_enabled(ctx, 0))."""

@@ -228,3 +228,25 @@ def test_dlpack_is_a_copy_both_ways(ctx):
     u = ctx.from_dlpack(a)
     a[0, 0] = 100  # a copy: the tensor keeps its value
     assert u.numpy()[0, 0] == 0 and u.shape == (2, 3)
+
+
+def test_devices_and_context_settings(ctx):
+    devs = clmad.devices()
+    assert devs and all(d.type in ("cpu", "gpu", "accelerator", "other") for d in devs)
+    assert ctx.device.spec in [d.spec for d in devs]
+    with clmad.Context(device=ctx.device) as c:
+        assert c.device == ctx.device
+        assert c.partials_policy == "auto"
+        c.partials_policy = "recompute"
+        assert c.partials_policy == "recompute"
+        with pytest.raises(clmad.InvalidArgumentError):
+            c.partials_policy = "sometimes"
+        assert not c.retain_tape
+        c.retain_tape = True
+        t = c.tensor(np.array([1.0, 2.0]), requires_grad=True)
+        loss = (t * t).sum()
+        loss.backward()
+        loss.backward()  # the tape was kept
+        np.testing.assert_array_equal(t.grad.numpy(), [4.0, 8.0])
+    with pytest.raises(clmad.ReleasedError):
+        c.stats()

@@ -103,7 +103,8 @@ def main():
     c_ms = {r["variant"]: r["median_ms"] for r in runs if r["controls"] == "random" and r["dims"] == args.dims}
     py_ms = {policy: hmlstm_python(ctx, args.dims, args.reps, policy) for policy in ("store", "recompute")}
 
-    result = {"device": dev.name, "platform": dev.platform, "driver": dev.driver_version,
+    load = os.getloadavg()
+    result = {"load_average_1_5_15": load, "cpus": os.cpu_count(), "device": dev.name, "platform": dev.platform, "driver": dev.driver_version,
               "python": sys.version.split()[0], "numpy": np.__version__,
               "small_broadcast": {"c": c_calls, "python": py_calls},
               "hmlstm": {"dims": args.dims, "repetitions": args.reps,
@@ -134,6 +135,10 @@ def main():
     for k in ("store", "recompute"):
         lines.append(f"| {k} | {hm['c_median_ms'][k]:.2f} | {hm['python_median_ms'][k]:.2f} | "
                      f"{hm['ratio_python_over_c'][k]:.3f} |")
+    lines += ["", "The C figures are bench_call's and bench_hmlstm's (whose rounds alternate its six "
+              "variants, so that the pool and caches see other work between two runs of a variant; "
+              "the Python rounds run back to back). Load average of the host when written: "
+              f"{load[0]:.1f} on {os.cpu_count()} CPUs: above the CPU count, the figures are noisy."]
     with open(os.path.join(args.out, "python.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

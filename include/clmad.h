@@ -1363,9 +1363,11 @@ CLMAD_API clmad_status clmad_optimizer_load(clmad_optimizer *o, const char *path
 /**
  * The text of a tensor, as PyTorch prints it: nested brackets per
  * dimension, each value with 4 decimals ("%.4f"), or in scientific form
- * ("%.4e") for all of them when the largest finite magnitude is at least
- * 1e8 or more than 1000 times the smallest nonzero one, or the smallest is
- * below 1e-4; values right-aligned to one width; inf, -inf, nan. Past 1000
+ * ("%.4e") for all of them when, among the finite nonzero magnitudes
+ * shown, the largest is above 1e8 or more than 1000 times the smallest, or
+ * the smallest is below 1e-4 (PyTorch's rule); values right-aligned to one
+ * width; inf, -inf, nan. Integer dtypes, once clmad has them, will print
+ * as integers. Past 1000
  * elements, only the first and last 3 items of each dimension longer than
  * 6 are shown, the rest as "..." (NumPy's and PyTorch's thresholds). Then
  * the shape and the dtype:

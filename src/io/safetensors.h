@@ -60,6 +60,10 @@ clmad_status clmad__st_read_bytes(const clmad_context *ctx, const char *call, cl
  * (the format is little-endian); a no-op elsewhere. */
 void clmad__st_to_little_endian(void *data, size_t n, size_t size);
 
+/* clmad_load's work on an open file: the failure named by call. */
+clmad_status clmad__st_load_into(clmad_context *ctx, const char *call, clmad_safetensors *f,
+                                 const char *const *names, clmad_tensor *const *tensors, size_t n);
+
 /* clmad_save without its guard: the failure recorded on ctx, named by call. */
 clmad_status clmad__st_save(clmad_context *ctx, const char *call, const char *path, const char *const *names,
                             clmad_tensor *const *tensors, size_t n, const char *const *metadata);

@@ -1286,7 +1286,8 @@ CLMAD_API clmad_status clmad_save(const char *path, const char *const *names, cl
 CLMAD_API clmad_status clmad_load(clmad_context *ctx, const char *path, const char *const *names,
                                   clmad_tensor *const *tensors, size_t n);
 
-/** An open safetensors file: its checked header, to list and read. */
+/** An open safetensors file: its checked header, to list and read. Like a
+ * context's objects, one file is used by one thread at a time. */
 typedef struct clmad_safetensors clmad_safetensors;
 
 /** One tensor of an open file. Strings are owned by the file. */

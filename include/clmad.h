@@ -43,6 +43,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -1361,6 +1362,176 @@ CLMAD_API uint64_t clmad_optimizer_steps(const clmad_optimizer *o);
 
 /** Releases the optimizer, its state and its references to the parameters. */
 CLMAD_API void clmad_optimizer_release(clmad_optimizer *o);
+
+/* ------------------------------------------------------------------------ */
+/* Files and text: safetensors, optimizer state, printing                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * clmad reads and writes the safetensors format (github.com/huggingface/
+ * safetensors), which PyTorch, JAX, NumPy and Hugging Face models use: an
+ * 8-byte little-endian length N, a JSON header of N bytes
+ *   {"__metadata__": {"key": "value", ...},
+ *    "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, ...}
+ * and the tensors' bytes (little-endian, row-major), back to back, the
+ * offsets counted from the end of the header. clmad's dtypes are written
+ * as "F32" and "F64". Files clmad writes load with the Python package
+ * safetensors (safetensors.numpy.load_file, safetensors.torch.load_file)
+ * with the same bits, and files it writes load here (make test checks
+ * both ways).
+ *
+ * Reading is strict: a file is refused whole, with CLMAD_ERR_IO and a
+ * message naming the file and the fault, when it is shorter than its
+ * header says, has a header over 100 MB (the reference implementation's
+ * cap) or not strict JSON (objects, arrays, strings, non-negative
+ * integers), an entry without "dtype", "shape" or "data_offsets" or with
+ * other keys, a dtype the format does not define, offsets whose span is
+ * not shape x dtype size, offsets that overlap, leave a hole, or go past
+ * the end, bytes after the last tensor, a name given twice, or a metadata
+ * value that is not a string. A tensor of rank above CLMAD_MAX_DIMS is
+ * CLMAD_ERR_UNSUPPORTED. Nothing past the file's size is read, and a
+ * failed read changes no tensor.
+ */
+
+/** The short name of a dtype: "f32", "f64"; "unknown" for a value outside
+ * the enum. A static string. */
+CLMAD_API const char *clmad_dtype_name(clmad_dtype dtype);
+
+/**
+ * Writes tensors[0..n) under names[0..n) to a safetensors file at path, in
+ * that order, with the metadata `metadata` (NULL, or a NULL-terminated list
+ * of key, value strings: {"epoch", "3", NULL}) as "__metadata__". The file
+ * is written whole or not at all: to a temporary file beside it, synced,
+ * then renamed over path (mode 0666 less the umask). Waits for the
+ * tensors' values. n may be 0 (a file of metadata only).
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (path, names, tensors or an entry
+ * NULL with n > 0; a name given twice, "__metadata__", or not UTF-8; a
+ * metadata key or value not UTF-8 or a key given twice; tensors of two
+ * contexts), CLMAD_ERR_IO (the message has the file and the system's
+ * error), CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL. The message is on
+ * the tensors' context (clmad_last_error(NULL) when n is 0).
+ */
+CLMAD_API clmad_status clmad_save(const char *path, const char *const *names, clmad_tensor *const *tensors,
+                                  size_t n, const char *const *metadata);
+
+/**
+ * Loads the file's tensors named names[0..n) into the existing tensors
+ * tensors[0..n) of ctx (a "load_state_dict"): each must have the entry's
+ * shape and dtype. Every name, shape and dtype is checked and every value
+ * read from the file before any tensor is written, so a bad file or a
+ * mismatch leaves all of them as they were. The file may hold more
+ * tensors than asked for. Written outside the tape, as clmad_tensor_write.
+ * Errors: CLMAD_ERR_IO (the file, as above), CLMAD_ERR_INVALID_ARGUMENT
+ * (NULL, a tensor of another context or read-only, a name the file does
+ * not hold: the message names it), CLMAD_ERR_SHAPE and CLMAD_ERR_DTYPE
+ * (the message names the tensor and both shapes or dtypes),
+ * CLMAD_ERR_STATE (the tape holds a tensor), CLMAD_ERR_UNSUPPORTED,
+ * CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL (then some tensors may be
+ * written).
+ */
+CLMAD_API clmad_status clmad_load(clmad_context *ctx, const char *path, const char *const *names,
+                                  clmad_tensor *const *tensors, size_t n);
+
+/** An open safetensors file: its checked header, to list and read. Like a
+ * context's objects, one file is used by one thread at a time. */
+typedef struct clmad_safetensors clmad_safetensors;
+
+/** One tensor of an open file. Strings are owned by the file. */
+typedef struct clmad_safetensors_entry {
+    const char *name;
+    const char *file_dtype;      /* as in the file: "F32", "BF16", "I64", ... */
+    int supported;               /* 1 when clmad has that dtype: dtype is then valid */
+    clmad_dtype dtype;
+    int ndim;
+    size_t shape[CLMAD_MAX_DIMS];
+} clmad_safetensors_entry;
+
+/**
+ * Opens and checks a safetensors file (see above): the header is read and
+ * kept, the data is read by clmad_safetensors_read. The caller owns *file
+ * and closes it with clmad_safetensors_close. Needs no context; the
+ * message of a failure is clmad_last_error(NULL).
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_IO,
+ * CLMAD_ERR_UNSUPPORTED (rank above CLMAD_MAX_DIMS),
+ * CLMAD_ERR_OUT_OF_MEMORY.
+ */
+CLMAD_API clmad_status clmad_safetensors_open(const char *path, clmad_safetensors **file);
+
+/** How many tensors the file holds (0 for NULL). */
+CLMAD_API size_t clmad_safetensors_count(const clmad_safetensors *file);
+
+/** Entry index (0..count), in the order of the tensors' data in the file.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, index out of range). */
+CLMAD_API clmad_status clmad_safetensors_entry_at(const clmad_safetensors *file, size_t index,
+                                                  clmad_safetensors_entry *entry);
+
+/** The metadata value of key, or NULL when the file has none (owned by the file). */
+CLMAD_API const char *clmad_safetensors_metadata(const clmad_safetensors *file, const char *key);
+
+/**
+ * A new tensor of ctx holding the file's tensor `name`, owned by the
+ * caller. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, no tensor of that
+ * name), CLMAD_ERR_UNSUPPORTED (a dtype clmad does not have, f64 on a
+ * device without fp64), CLMAD_ERR_IO (the file changed and is now short),
+ * and those of clmad_tensor_create.
+ */
+CLMAD_API clmad_status clmad_safetensors_read(clmad_context *ctx, clmad_safetensors *file, const char *name,
+                                              clmad_tensor **out);
+
+/** Closes the file and frees its header; NULL is a no-op. */
+CLMAD_API void clmad_safetensors_close(clmad_safetensors *file);
+
+/**
+ * Saves the optimizer's state as a safetensors file (written as
+ * clmad_save): per parameter i, the tensors "param.<i>.exp_avg" and
+ * "param.<i>.exp_avg_sq" (Adam, AdamW: the first and second moments) or
+ * "param.<i>.momentum_buffer" (SGD with momentum), PyTorch's names; in the
+ * metadata the kind ("clmad.optimizer": "sgd", "adam" or "adamw"), the
+ * parameter count ("clmad.params"), the step counts ("clmad.steps" and
+ * "param.<i>.step", decimal) and the options ("lr", "momentum",
+ * "nesterov", "beta1", "beta2", "eps", "weight_decay", as %.17g: they
+ * round-trip). The parameters themselves are not saved (clmad_save them).
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), and those of clmad_save.
+ */
+CLMAD_API clmad_status clmad_optimizer_save(clmad_optimizer *o, const char *path);
+
+/**
+ * Loads a state saved by clmad_optimizer_save into o, which must have the
+ * same kind, parameter count and parameter shapes and dtypes (the same
+ * model): the moments or velocities and the step counts, so that training
+ * continues with the same bits as if it had not stopped. The options stay
+ * o's own (set at creation or by clmad_optimizer_set_lr). Checks all
+ * before changing anything. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL;
+ * a file of another kind or parameter count, or without clmad's
+ * metadata: the message says which), those of clmad_load.
+ */
+CLMAD_API clmad_status clmad_optimizer_load(clmad_optimizer *o, const char *path);
+
+/**
+ * The text of a tensor, as PyTorch prints it: nested brackets per
+ * dimension, each value with 4 decimals ("%.4f"), or in scientific form
+ * ("%.4e") for all of them when, among the finite nonzero magnitudes
+ * shown, the largest is above 1e8 or more than 1000 times the smallest, or
+ * the smallest is below 1e-4 (PyTorch's rule); values right-aligned to one
+ * width; inf, -inf, nan. Integer dtypes, once clmad has them, will print
+ * as integers. Past 1000
+ * elements, only the first and last 3 items of each dimension longer than
+ * 6 are shown, the rest as "..." (NumPy's and PyTorch's thresholds). Then
+ * the shape and the dtype:
+ *   tensor([[1.0000, 2.0000, 3.0000],
+ *           [4.0000, 5.0000, 6.0000]], shape=(2, 3), dtype=f32)
+ * (tensor(2.5000, shape=(), dtype=f64) for rank 0). Waits for the values
+ * and reads the whole tensor to the host.
+ * clmad_tensor_format writes it into buf as snprintf does: at most size
+ * bytes including the final NUL (buf may be NULL when size is 0), and
+ * sets *length to the full text's length without the NUL, so a text cut
+ * short shows as *length >= size: call again with *length + 1 bytes.
+ * clmad_tensor_print writes it and a newline to f.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_IO (f failed),
+ * CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL.
+ */
+CLMAD_API clmad_status clmad_tensor_format(clmad_tensor *t, char *buf, size_t size, size_t *length);
+CLMAD_API clmad_status clmad_tensor_print(clmad_tensor *t, FILE *f);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Optimizers: SGD with momentum, Adam and AdamW as one fused in-place
  * kernel per parameter (cl/train.cl), their state owned by the optimizer. */
+#include "ops/optim.h"
 #include "runtime/primitives.h"
 #include "runtime/scope.h"
 #include "tape/tape.h"
@@ -9,16 +10,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-struct clmad_optimizer {
-    clmad_context *ctx;
-    clmad_optimizer_options opt;
-    int n;
-    uint64_t steps;          /* clmad_optimizer_step calls past their checks */
-    uint64_t *param_steps;   /* n: the steps each parameter took (PyTorch's state['step']) */
-    clmad_tensor **params;   /* n, retained */
-    clmad_tensor **state;    /* 2 n: SGD the velocity (NULL without momentum); Adam m, v */
-};
 
 void clmad_optimizer_options_init(clmad_optimizer_options *opt, clmad_optimizer_kind kind)
 {

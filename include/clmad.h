@@ -1393,7 +1393,7 @@ CLMAD_API void clmad_optimizer_release(clmad_optimizer *o);
  * failed read changes no tensor.
  */
 
-/** The short name of a dtype: "f32", "f64"; "unknown" for a value outside
+/** The short name of a dtype: "f32", "f64", "i32", "i64", "u8"; "unknown" for a value outside
  * the enum. A static string. */
 CLMAD_API const char *clmad_dtype_name(clmad_dtype dtype);
 

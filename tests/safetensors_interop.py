@@ -13,14 +13,18 @@ from safetensors.numpy import load_file, save_file
 tool, folder = sys.argv[1], sys.argv[2]
 
 REFS = [("a", np.float32, (2, 3, 4), 1), ("b", np.float64, (5,), 7), ("scalar", np.float32, (), 3),
-        ("empty", np.float32, (0, 3), 0), ("caf\u00e9 \"quoted\"", np.float32, (2,), 11)]
+        ("empty", np.float32, (0, 3), 0), ("caf\u00e9 \"quoted\"", np.float32, (2,), 11),
+        ("labels", np.int32, (6,), 5), ("ids", np.int64, (2, 2), 9), ("mask", np.uint8, (7,), 13)]
 
 
 def reference(dtype, shape, seed):
     n = int(np.prod(shape, dtype=np.int64))
     i = np.arange(n, dtype=np.uint64)
-    if dtype == np.float32:
+    size = np.dtype(dtype).itemsize
+    if size == 4:
         bits = ((i * np.uint64(2654435761) + np.uint64(seed)) % np.uint64(2**32)).astype(np.uint32)
+    elif size == 1:
+        bits = ((i * np.uint64(2654435761) + np.uint64(seed)) % np.uint64(2**8)).astype(np.uint8)
     else:
         with np.errstate(over="ignore"):
             bits = i * np.uint64(0x9E3779B97F4A7C15) + np.uint64(seed)
@@ -49,7 +53,7 @@ with safe_open(written, framework="numpy") as f:
 
 # Python -> clmad
 tensors = {name: reference(dtype, shape, seed) for name, dtype, shape, seed in REFS}
-tensors["ints"] = np.arange(4, dtype=np.int64)
+tensors["halves"] = np.arange(4, dtype=np.float16)
 theirs = f"{folder}/from_python.safetensors"
 save_file(tensors, theirs, metadata={"written_by": "safetensors"})
 check = subprocess.run([tool, "check", theirs])

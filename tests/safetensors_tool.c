@@ -5,9 +5,11 @@
  *   safetensors_tool check PATH   reads a file the Python package wrote and
  *                                 checks every bit against the same tensors
  * The reference tensors are defined by bit patterns, here and in the
- * script: element i of a f32 tensor of seed s has the bits
- * (i * 2654435761 + s) mod 2^32, of a f64 tensor (i * 0x9E3779B97F4A7C15 + s)
- * mod 2^64 (NaNs and infinities included: they must survive as bits). */
+ * script: element i of a 4-byte tensor (f32, i32) of seed s has the bits
+ * (i * 2654435761 + s) mod 2^32, of an 8-byte one (f64, i64)
+ * (i * 0x9E3779B97F4A7C15 + s) mod 2^64, of a u8 one the low byte of the
+ * 4-byte pattern (NaNs and infinities included: they must survive as
+ * bits). */
 #include <clmad.h>
 
 #include <stdio.h>
@@ -28,6 +30,9 @@ static const reference refs[] = {
     {"scalar", CLMAD_F32, 0, {0}, 3},
     {"empty", CLMAD_F32, 2, {0, 3}, 0},
     {"caf\xc3\xa9 \"quoted\"", CLMAD_F32, 1, {2}, 11},
+    {"labels", CLMAD_I32, 1, {6}, 5},
+    {"ids", CLMAD_I64, 2, {2, 2}, 9},
+    {"mask", CLMAD_U8, 1, {7}, 13},
 };
 #define N_REFS (sizeof refs / sizeof refs[0])
 
@@ -42,13 +47,17 @@ static size_t numel(const reference *r)
 /* The reference bits of r in buf (numel elements of its dtype). */
 static void fill(const reference *r, void *buf)
 {
+    size_t size = clmad_dtype_size(r->dtype);
     for (size_t i = 0; i < numel(r); i++) {
-        if (r->dtype == CLMAD_F32) {
-            uint32_t u = (uint32_t)(i * 2654435761u + r->seed);
-            memcpy((char *)buf + 4 * i, &u, 4);
-        } else {
+        if (size == 8) {
             uint64_t u = (uint64_t)i * 0x9E3779B97F4A7C15ull + r->seed;
             memcpy((char *)buf + 8 * i, &u, 8);
+        } else {
+            uint32_t u = (uint32_t)(i * 2654435761u + r->seed);
+            if (size == 4)
+                memcpy((char *)buf + 4 * i, &u, 4);
+            else
+                ((unsigned char *)buf)[i] = (unsigned char)u;
         }
     }
 }
@@ -86,16 +95,16 @@ static int check_file(clmad_context *ctx, const char *path)
     const char *v = clmad_safetensors_metadata(f, "written_by");
     if (!v || strcmp(v, "safetensors") != 0)
         bad = fprintf(stderr, "metadata written_by is %s\n", v ? v : "missing");
-    /* The Python side adds an int64 tensor: listed, not supported (yet). */
-    int saw_ints = 0;
+    /* The Python side adds a float16 tensor: listed, not supported. */
+    int saw_halves = 0;
     for (size_t i = 0; i < clmad_safetensors_count(f); i++) {
         clmad_safetensors_entry e;
         clmad_safetensors_entry_at(f, i, &e);
-        if (strcmp(e.name, "ints") == 0)
-            saw_ints = !e.supported && strcmp(e.file_dtype, "I64") == 0 && e.ndim == 1 && e.shape[0] == 4;
+        if (strcmp(e.name, "halves") == 0)
+            saw_halves = !e.supported && strcmp(e.file_dtype, "F16") == 0 && e.ndim == 1 && e.shape[0] == 4;
     }
-    if (!saw_ints)
-        bad = fprintf(stderr, "no I64 entry \"ints\" of shape (4,) listed as unsupported\n");
+    if (!saw_halves)
+        bad = fprintf(stderr, "no F16 entry \"halves\" of shape (4,) listed as unsupported\n");
     unsigned char want[1024], got[1024];
     for (size_t k = 0; k < N_REFS; k++) {
         const reference *r = &refs[k];

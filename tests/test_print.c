@@ -132,3 +132,24 @@ Test(print, dtype_names)
     cr_assert_str_eq(clmad_dtype_name(CLMAD_F64), "f64");
     cr_assert_str_eq(clmad_dtype_name((clmad_dtype)99), "unknown");
 }
+
+/* Integer tensors print exactly (no float layout), i64 past 2^53 too. */
+Test(print, integer_tensors_print_exactly)
+{
+    clmad_context *ctx = test_context();
+    const int32_t labels[] = {1, -20, 300, 4};
+    const int64_t big[] = {9007199254740993LL, -1};
+    const uint8_t mask[] = {0, 255, 7};
+    size_t s22[] = {2, 2}, s2[] = {2}, s3[] = {3};
+    clmad_tensor *t = NULL;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_I32, 2, s22, labels, &t));
+    expect_text(ctx, t,
+                "tensor([[  1, -20],\n"
+                "        [300,   4]], shape=(2, 2), dtype=i32)");
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_I64, 1, s2, big, &t));
+    expect_text(ctx, t, "tensor([9007199254740993,               -1], shape=(2,), dtype=i64)");
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_U8, 1, s3, mask, &t));
+    expect_text(ctx, t, "tensor([  0, 255,   7], shape=(3,), dtype=u8)");
+    cr_assert_str_eq(clmad_dtype_name(CLMAD_I64), "i64");
+    clmad_context_release(ctx);
+}

@@ -11,6 +11,7 @@ from .context import Context, Device, Scope, devices
 from .errors import (BuildError, ConcurrentUseError, DtypeError, Error, InvalidArgumentError, IOError,
                      NoDeviceError, OpenCLError, OutOfMemoryError, ReleasedError, ShapeError, StateError,
                      UnsupportedError)
+from .functional import (accuracy, argmax, argmin, cast, embedding, index_select, one_hot)
 from .functional import (add, compare, concat, cross_entropy, div, dot, exp, getitem, log, log_softmax,
                          logsumexp, matmul, max, mean, mse_loss, mul, neg, pow, relu, reshape, sigmoid,
                          slice, softmax, sqrt, sub, sum, tanh, transpose, where)

@@ -127,6 +127,13 @@ _PROTOTYPES = {
     "clmad_log_softmax": (st, [ctx_p, T, c_int, PT]),
     "clmad_mse_loss": (st, [ctx_p, T, T, PT]),
     "clmad_cross_entropy": (st, [ctx_p, T, T, PT]),
+    "clmad_argmax": (st, [ctx_p, T, c_int, c_int, PT]),
+    "clmad_argmin": (st, [ctx_p, T, c_int, c_int, PT]),
+    "clmad_index_select": (st, [ctx_p, T, c_int, T, PT]),
+    "clmad_embedding": (st, [ctx_p, T, T, PT]),
+    "clmad_one_hot": (st, [ctx_p, T, c_size_t, c_int, PT]),
+    "clmad_cast": (st, [ctx_p, T, c_int, PT]),
+    "clmad_accuracy": (st, [ctx_p, T, T, POINTER(c_double)]),
     "clmad_tensor_scalar": (st, [ctx_p, c_int, c_double, PT]),
     "clmad_add_scalar": (st, [ctx_p, T, c_double, PT]),
     "clmad_mul_scalar": (st, [ctx_p, T, c_double, PT]),
@@ -154,7 +161,7 @@ for _name, (_res, _args) in _PROTOTYPES.items():
     _f.argtypes = _args
 
 # clmad_dtype, clmad_compare_op, clmad_context_param, clmad_optimizer_kind
-F32, F64 = 0, 1
+F32, F64, I32, I64, U8 = 0, 1, 2, 3, 4
 LT, LE, GT, GE, EQ, NE = range(6)
 PARAM_CHUNK_CAP, PARAM_POOL_LIMIT_BYTES, PARAM_RETAIN_TAPE, PARAM_DISABLE_GRAD, PARAM_PARTIALS_POLICY = range(5)
 OPTIM_SGD, OPTIM_ADAM, OPTIM_ADAMW = range(3)

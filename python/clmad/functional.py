@@ -6,13 +6,14 @@ compare, which gives a mask without a gradient. A Python number where a
 tensor is expected becomes a 0-d tensor of the other operand's dtype, a NumPy array a tensor (a copy).
 """
 import builtins
+import ctypes
 import numbers
 
 import numpy as np
 
 from . import _lib
 from .errors import InvalidArgumentError, ShapeError
-from .tensor import Tensor, new_tensor
+from .tensor import Tensor, dtype_code, new_tensor
 
 L = _lib.lib
 
@@ -153,6 +154,48 @@ def max(x, axis=None, keepdims=False):  # noqa: A001
         m = new_tensor(x._ctx, L.clmad_max, flat._handle, 0, 0)
         return reshape(m, *([1] * x.ndim)) if keepdims else m
     return new_tensor(x._ctx, L.clmad_max, x._handle, int(axis), 1 if keepdims else 0)
+
+
+def argmax(x, axis=-1, keepdims=False):
+    """The first index of the largest element along axis (int64; NaN wins, as NumPy)."""
+    x = _tensor(x)
+    return new_tensor(x._ctx, L.clmad_argmax, x._handle, int(axis), 1 if keepdims else 0)
+
+
+def argmin(x, axis=-1, keepdims=False):
+    x = _tensor(x)
+    return new_tensor(x._ctx, L.clmad_argmin, x._handle, int(axis), 1 if keepdims else 0)
+
+
+def index_select(x, axis, index):
+    """The entries index (1-d int64) of x along axis; the gradient goes to x."""
+    x, index = _tensor(x), _tensor(index)
+    return new_tensor(x._ctx, L.clmad_index_select, x._handle, int(axis), index._handle)
+
+
+def embedding(weight, index):
+    """weight[index]: shape index.shape + (D,); the gradient goes to weight."""
+    weight, index = _tensor(weight), _tensor(index)
+    return new_tensor(weight._ctx, L.clmad_embedding, weight._handle, index._handle)
+
+
+def one_hot(index, classes, dtype=np.float32):
+    index = _tensor(index)
+    return new_tensor(index._ctx, L.clmad_one_hot, index._handle, int(classes), dtype_code(dtype))
+
+
+def cast(x, dtype):
+    """x converted to dtype (differentiable between float32 and float64)."""
+    x = _tensor(x)
+    return new_tensor(x._ctx, L.clmad_cast, x._handle, dtype_code(dtype))
+
+
+def accuracy(logits, labels):
+    """The fraction of rows whose argmax is the label (a Python float)."""
+    logits, labels = _tensor(logits), _tensor(labels)
+    value = ctypes.c_double()
+    logits._ctx._check(L.clmad_accuracy(logits._ctx._live, logits._handle, labels._handle, ctypes.byref(value)))
+    return value.value
 
 
 def logsumexp(x, axis=-1, keepdims=False):

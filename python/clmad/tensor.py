@@ -14,17 +14,19 @@ from . import _lib
 from .errors import ReleasedError, raise_for
 
 L = _lib.lib
-_DTYPES = {_lib.F32: np.dtype(np.float32), _lib.F64: np.dtype(np.float64)}
-_CODES = {np.dtype(np.float32): _lib.F32, np.dtype(np.float64): _lib.F64}
+_DTYPES = {_lib.F32: np.dtype(np.float32), _lib.F64: np.dtype(np.float64), _lib.I32: np.dtype(np.int32),
+           _lib.I64: np.dtype(np.int64), _lib.U8: np.dtype(np.uint8)}
+_CODES = {v: k for k, v in _DTYPES.items()}
 
 
 def dtype_code(dtype):
-    """The clmad_dtype of a NumPy dtype (float32 or float64)."""
+    """The clmad_dtype of a NumPy dtype (float32, float64, int32, int64, uint8)."""
     from .errors import DtypeError
     try:
         return _CODES[np.dtype(dtype)]
     except (KeyError, TypeError):
-        raise DtypeError(f"clmad tensors are float32 or float64, not {dtype}") from None
+        raise DtypeError(f"clmad tensors are float32, float64, int32, int64 or uint8, not {dtype}"
+                         + (" (a bool mask: .astype(np.uint8))" if str(dtype) == "bool" else "")) from None
 
 
 def new_tensor(ctx, fn, *args):

@@ -131,7 +131,11 @@ def test_errors_carry_the_library_message(ctx):
     with pytest.raises(clmad.DtypeError):
         a + ctx.tensor(np.ones((2, 3), np.float32))
     with pytest.raises(clmad.DtypeError):
-        ctx.tensor(np.ones(3, dtype=np.int32))
+        ctx.tensor(np.ones(3, dtype=np.int16))
+    with pytest.raises(clmad.DtypeError, match="uint8"):
+        ctx.tensor(np.ones(3, dtype=bool))
+    with pytest.raises(clmad.DtypeError, match="integer tensor"):
+        ctx.tensor(np.ones(3, dtype=np.int32), requires_grad=True)
     with pytest.raises(clmad.BuildError) as e:
         ctx.kernel("T f(T x) {\n  return x + undefined_name;\n}", "f")
     assert "source:2:" in str(e.value) and "undefined_name" in str(e.value)
@@ -250,3 +254,50 @@ def test_devices_and_context_settings(ctx):
         np.testing.assert_array_equal(t.grad.numpy(), [4.0, 8.0])
     with pytest.raises(clmad.ReleasedError):
         c.stats()
+
+
+def test_integer_tensors_round_trip_and_label_losses(ctx):
+    for dt in (np.int32, np.int64, np.uint8):
+        a = np.array([[0, 7, 255], [3, 1, 2]], dtype=dt)
+        t = ctx.tensor(a)
+        assert t.dtype == np.dtype(dt) and t.shape == (2, 3)
+        np.testing.assert_array_equal(t.numpy(), a)
+    big = np.array([2**53 + 1, -(2**62)], dtype=np.int64)
+    np.testing.assert_array_equal(ctx.tensor(big).numpy(), big)
+    # cross entropy over integer class indices, against NumPy in float64
+    rng = np.random.default_rng(3)
+    z = rng.standard_normal((4, 5))
+    labels = np.array([0, 4, 2, 2], dtype=np.int64)
+    logits = ctx.tensor(z, requires_grad=True)
+    loss = clmad.cross_entropy(logits, ctx.tensor(labels))
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    assert abs(loss.item() + np.log(p[np.arange(4), labels]).mean()) < 1e-12
+    loss.backward()
+    want = p.copy()
+    want[np.arange(4), labels] -= 1
+    np.testing.assert_allclose(logits.grad.numpy(), want / 4, atol=1e-12)
+
+
+def test_index_operations(ctx):
+    rng = np.random.default_rng(5)
+    z = rng.standard_normal((6, 4))
+    labels = np.array([1, 0, 3, 3, 2, 1], dtype=np.int64)
+    t = ctx.tensor(z)
+    am = clmad.argmax(t, axis=1)
+    assert am.dtype == np.int64
+    np.testing.assert_array_equal(am.numpy(), z.argmax(1))
+    np.testing.assert_array_equal(clmad.argmin(t, axis=0).numpy(), z.argmin(0))
+    assert clmad.accuracy(t, ctx.tensor(labels)) == (z.argmax(1) == labels).mean()
+    np.testing.assert_array_equal(clmad.one_hot(ctx.tensor(labels), 4, np.float64).numpy(), np.eye(4)[labels])
+    # embedding: values, and the gradient (counts of each row) against the closed form
+    w = ctx.tensor(z, requires_grad=True)
+    idx = np.array([[0, 5], [5, 2]], dtype=np.int64)
+    e = clmad.embedding(w, ctx.tensor(idx))
+    np.testing.assert_array_equal(e.numpy(), z[idx])
+    clmad.sum(e * e).backward()
+    want = np.zeros_like(z)
+    np.add.at(want, idx.reshape(-1), 2 * z[idx.reshape(-1)])
+    np.testing.assert_allclose(w.grad.numpy(), want, atol=1e-12)
+    with pytest.raises(clmad.InvalidArgumentError, match="outside"):
+        clmad.index_select(t, 0, ctx.tensor(np.array([0, 9], dtype=np.int64)))

@@ -34,8 +34,8 @@ static clmad_status check_and_plan(clmad_context *ctx, clmad_kernel *k, clmad_te
         if (inputs[j]->dtype != inputs[0]->dtype)
             return clmad__fail(ctx, CLMAD_ERR_DTYPE,
                                "%s(%s): input %d is %s but input 0 is %s; inputs must share one dtype",
-                               call, k->fn_name, j, clmad__dtype_name(inputs[j]->dtype),
-                               clmad__dtype_name(inputs[0]->dtype));
+                               call, k->fn_name, j, clmad_dtype_name(inputs[j]->dtype),
+                               clmad_dtype_name(inputs[0]->dtype));
     }
     clmad_status st = clmad__require_float(ctx, inputs[0], what, "input 0");
     if (st == CLMAD_OK)

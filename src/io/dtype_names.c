@@ -8,20 +8,11 @@
  * the enum (CLMAD_I32, ...) is one row changed: supported 1 and its value. */
 static const clmad_st_dtype formats[] = {
     {"F64", 8, 1, CLMAD_F64},  {"F32", 4, 1, CLMAD_F32},  {"F16", 2, 0, CLMAD_F32},
-    {"BF16", 2, 0, CLMAD_F32}, {"I64", 8, 0, CLMAD_F32},  {"U64", 8, 0, CLMAD_F32},
-    {"I32", 4, 0, CLMAD_F32},  {"U32", 4, 0, CLMAD_F32},  {"I16", 2, 0, CLMAD_F32},
-    {"U16", 2, 0, CLMAD_F32},  {"I8", 1, 0, CLMAD_F32},   {"U8", 1, 0, CLMAD_F32},
+    {"BF16", 2, 0, CLMAD_F32}, {"I64", 8, 1, CLMAD_I64},  {"U64", 8, 0, CLMAD_F32},
+    {"I32", 4, 1, CLMAD_I32},  {"U32", 4, 0, CLMAD_F32},  {"I16", 2, 0, CLMAD_F32},
+    {"U16", 2, 0, CLMAD_F32},  {"I8", 1, 0, CLMAD_F32},   {"U8", 1, 1, CLMAD_U8},
     {"BOOL", 1, 0, CLMAD_F32}, {"F8_E5M2", 1, 0, CLMAD_F32}, {"F8_E4M3", 1, 0, CLMAD_F32},
 };
-
-const char *clmad_dtype_name(clmad_dtype dtype)
-{
-    switch (dtype) {
-    case CLMAD_F32: return "f32";
-    case CLMAD_F64: return "f64";
-    }
-    return "unknown";
-}
 
 const clmad_st_dtype *clmad__st_dtype_by_name(const char *name)
 {

@@ -5,7 +5,9 @@
 #include "runtime/context_guard.h"
 #include "runtime/tensor.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,13 +26,16 @@ typedef struct printer {
     clmad_strbuf *out;
 } printer;
 
-/* Element i as a double (the value printed), by dtype: integer dtypes get a
- * case of their own here and in format_element when they exist. */
+/* Element i as a double, by dtype (the printed value of floats; for
+ * integers only the range that picks the float layout reads it). */
 static double element(const printer *p, size_t i)
 {
     switch (p->t->dtype) {
     case CLMAD_F32: return ((const float *)p->host)[i];
     case CLMAD_F64: return ((const double *)p->host)[i];
+    case CLMAD_I32: return ((const int32_t *)p->host)[i];
+    case CLMAD_I64: return (double)((const int64_t *)p->host)[i];
+    case CLMAD_U8: return ((const uint8_t *)p->host)[i];
     }
     return 0;
 }
@@ -46,6 +51,9 @@ static int format_element(const printer *p, size_t i, char *buf, size_t size)
         if (isinf(v))
             return snprintf(buf, size, v < 0 ? "-inf" : "inf");
         return snprintf(buf, size, p->sci ? "%.4e" : "%.4f", v);
+    case CLMAD_I32: return snprintf(buf, size, "%" PRId32, ((const int32_t *)p->host)[i]);
+    case CLMAD_I64: return snprintf(buf, size, "%" PRId64, ((const int64_t *)p->host)[i]);
+    case CLMAD_U8: return snprintf(buf, size, "%u", (unsigned)((const uint8_t *)p->host)[i]);
     }
     return snprintf(buf, size, "?");
 }

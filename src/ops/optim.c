@@ -81,7 +81,7 @@ clmad_status clmad_optimizer_create(clmad_context *ctx, const clmad_optimizer_op
         st = clmad__check_same_context(ctx, params[i], "clmad_optimizer_create", "params[%d]", i);
         if (st == CLMAD_OK && !clmad__dtype_is_float(params[i]->dtype))
             st = clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_optimizer_create: params[%d] is an integer tensor (%s)",
-                             i, clmad__dtype_name(params[i]->dtype));
+                             i, clmad_dtype_name(params[i]->dtype));
         if (st == CLMAD_OK) {
             char what[32];
             snprintf(what, sizeof what, "params[%d]", i);

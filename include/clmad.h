@@ -1208,7 +1208,11 @@ CLMAD_API clmad_status clmad_optimizer_adamw(clmad_context *ctx, clmad_tensor *c
 /**
  * One step: every parameter with a gradient (clmad_backward's) is updated
  * in place, with its state, by one fused kernel (one pass over p, g and
- * the state); a parameter without a gradient is left as it is. Gradients
+ * the state); a parameter without a gradient is left as it is. One launch
+ * updates up to 8 parameters of one dtype (their buffers are arguments of
+ * their own: OpenCL 1.2 has no table of buffers), so a model of at most 8
+ * parameter tensors per dtype takes one launch per step; the results are
+ * bitwise those of one launch per parameter (the same element update). Gradients
  * are not cleared (clmad_optimizer_zero_grad). Every parameter is checked
  * before any is written. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL),
  * CLMAD_ERR_STATE (the tape still holds a parameter: the message names

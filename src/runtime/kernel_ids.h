@@ -25,7 +25,9 @@
     X(CLMAD_TRAIN_RAND, "train.cl", "clmad_rand")                                \
     X(CLMAD_TRAIN_AXPBY, "train.cl", "clmad_axpby")                              \
     X(CLMAD_TRAIN_SGD, "train.cl", "clmad_sgd")                                  \
-    X(CLMAD_TRAIN_ADAM, "train.cl", "clmad_adam")
+    X(CLMAD_TRAIN_ADAM, "train.cl", "clmad_adam")                                \
+    X(CLMAD_TRAIN_SGD_GROUP, "train.cl", "clmad_sgd_group")                      \
+    X(CLMAD_TRAIN_ADAM_GROUP, "train.cl", "clmad_adam_group")
 
 typedef enum clmad_kernel_id {
 #define CLMAD__KERNEL_ID(id, file, name) id,

@@ -110,6 +110,8 @@ clmad_status clmad__optimizer_step_grouped(struct clmad_optimizer *o)
         int seen = 0;
         for (int d = 0; d < ndone && !seen; d++)
             seen = done[d] == dt;
+        for (int j = 0; j < first && !seen && ndone == 16; j++) /* past 16 dtypes: look back */
+            seen = steps_now(o, j) && o->params[j]->dtype == dt;
         if (seen)
             continue;
         if (ndone < 16)

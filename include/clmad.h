@@ -882,10 +882,26 @@ CLMAD_API clmad_status clmad_mean(clmad_context *ctx, clmad_tensor *x, int naxes
                         clmad_tensor **out);
 
 /**
- * Matrix product of 2-d tensors through CLBlast: out = op(a) op(b), where
- * op transposes when trans_a / trans_b is non-zero. dA = dC op(b)^T and
- * dB = op(a)^T dC in backward. Errors: CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE,
- * CLMAD_ERR_OPENCL (CLBlast's status is in the message).
+ * Matrix product through CLBlast: out = op(a) op(b), where op transposes
+ * the last two axes when trans_a / trans_b is non-zero; *out is new, owned
+ * by the caller. dA = dC op(b)^T and dB = op(a)^T dC in backward.
+ * Two 2-d operands: one GEMM. Other ranks follow NumPy's np.matmul:
+ *   - a 1-d a is a row vector (1, k) and a 1-d b a column vector (k, 1);
+ *     the result drops that axis ((k,) @ (k,) is 0-d); trans_a / trans_b
+ *     are ignored for a 1-d operand (a vector is its own transpose);
+ *   - the axes before the last two are batch axes, aligned from the right
+ *     and broadcast (sizes equal or 1; a missing axis is of size 1), so
+ *     (B, 1, m, k) @ (C, k, n) is (B, C, m, n) and (B, m, k) @ (k, n) is
+ *     (B, m, n);
+ *   - gradients come back in each operand's shape: a broadcast operand's
+ *     is the sum over the batch of its products.
+ * One GEMM per matrix of the result (the GEMM kernels of the 2-d case); a
+ * batch against one matrix b with a not transposed is one GEMM of a's
+ * stacked rows, forward and backward. Errors: CLMAD_ERR_SHAPE (inner sizes
+ * that differ, batch axes that do not broadcast, a 0-d operand: the message
+ * gives both shapes), CLMAD_ERR_DTYPE (dtypes that differ, or not f32/f64),
+ * CLMAD_ERR_INVALID_ARGUMENT (NULL, another context), CLMAD_ERR_OPENCL
+ * (CLBlast's status is in the message).
  */
 CLMAD_API clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a,
                           int trans_b, clmad_tensor **out);
@@ -989,8 +1005,8 @@ CLMAD_API clmad_status clmad_cross_entropy(clmad_context *ctx, clmad_tensor *log
  * transposing a matrix when trans_a / trans_b is non-zero; *out is new
  * (batch, m, n), owned by the caller. Backward gives, per matrix, the
  * gradients of clmad_matmul. Runs one CLBlast GEMM per matrix (the kernels
- * of clmad_matmul; no broadcasting of the batch: for a matrix shared by
- * the whole batch, reshape the other operand to 2-d and use clmad_matmul).
+ * of clmad_matmul; no broadcasting of the batch: clmad_matmul broadcasts
+ * batches, a matrix shared by the whole batch among them).
  * Errors: CLMAD_ERR_SHAPE (ranks other than 3, batches or inner sizes that
  * differ), CLMAD_ERR_DTYPE, CLMAD_ERR_INVALID_ARGUMENT (NULL, another
  * context), CLMAD_ERR_OPENCL (CLBlast's status is in the message).
@@ -1339,7 +1355,11 @@ CLMAD_API clmad_status clmad_optimizer_adamw(clmad_context *ctx, clmad_tensor *c
 /**
  * One step: every parameter with a gradient (clmad_backward's) is updated
  * in place, with its state, by one fused kernel (one pass over p, g and
- * the state); a parameter without a gradient is left as it is. Gradients
+ * the state); a parameter without a gradient is left as it is. One launch
+ * updates up to 8 parameters of one dtype (their buffers are arguments of
+ * their own: OpenCL 1.2 has no table of buffers), so a model of at most 8
+ * parameter tensors per dtype takes one launch per step; the results are
+ * bitwise those of one launch per parameter (the same element update). Gradients
  * are not cleared (clmad_optimizer_zero_grad). Every parameter is checked
  * before any is written. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL),
  * CLMAD_ERR_STATE (the tape still holds a parameter: the message names

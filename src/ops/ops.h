@@ -43,6 +43,11 @@ clmad_status clmad__product_backward(clmad_context *ctx, clmad_node *node);
 clmad_status clmad__finish_product(clmad_context *ctx, const char *name, clmad_tensor *a, clmad_tensor *b,
                                    int ta, int tb, clmad_tensor *c, clmad_status st, clmad_tensor **out);
 
+/* clmad_matmul for operands other than two 2-d ones (matmul_nd.c): NumPy's
+ * rules, batches broadcast; after clmad__check_operands. */
+clmad_status clmad__matmul_nd(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a, int trans_b,
+                              clmad_tensor **out);
+
 /* Ends an operation with the one output y made with status st: on success
  * records its node when the inputs need gradients (data, may be NULL, goes
  * to the node) and hands y to *out; otherwise, or when recording fails,

@@ -20,19 +20,11 @@ struct clmad_optimizer {
     clmad_tensor **state;    /* 2 n: SGD the velocity (NULL without momentum); Adam m, v */
 };
 
-/* A kernel argument of the parameters' dtype. */
-typedef union clmad_real_arg {
-    float f;
-    double d;
-} clmad_real_arg;
-
+/* A kernel argument of the parameters' dtype (runtime/primitives.h's union). */
 static inline clmad_real_arg clmad__real_of(clmad_dtype dtype, double x)
 {
     clmad_real_arg r;
-    if (dtype == CLMAD_F64)
-        r.d = x;
-    else
-        r.f = (float)x;
+    clmad__real_arg(dtype, x, &r);
     return r;
 }
 

@@ -715,6 +715,36 @@ CLMAD_API clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, 
                                  clmad_tensor *const *tangents, clmad_tensor **outputs,
                                  clmad_tensor **out_tangents);
 
+/* ---- Second order (issue 27) ------------------------------------------ */
+
+/**
+ * Forward mode to second order along one direction: the broadcast runs once
+ * on nested dual numbers (T is a dual whose value and partials are dual
+ * numbers over the tangent direction), from the same source as every other
+ * variant. active[j] != 0 marks input j as differentiated (active may be
+ * NULL: all); tangents[j] has the shape of inputs[j] and is the direction's
+ * component on input j: NULL is zero, and must be NULL for an inactive
+ * input. Writes new tensors of the output shape, all owned by the caller:
+ *   outputs[o]                         out_o
+ *   out_tangents[o]                    sum_j d out_o/d in_j * t_j
+ *   partials[o * n_inputs + j]         d out_o / d in_j (as clmad_broadcast_partials)
+ *   partial_tangents[o * n_inputs + j] sum_i d2 out_o / d in_j d in_i * t_i,
+ * the last two NULL for an inactive input. Every vocabulary function
+ * carries its second derivative (cl/clmad_ad.clh); branches and loops on
+ * ad_val() differentiate the path each element takes, and at the kinks of
+ * the non-smooth functions (relu, fabs, fmin, fmax, clamp, copysign) the
+ * second derivative is 0. Above the chunk cap the kernel runs once per
+ * chunk of partials, each carrying every tangent. Records nothing on the
+ * tape. Errors as clmad_broadcast_jvp, and CLMAD_ERR_INVALID_ARGUMENT for a
+ * tangent given to an inactive input.
+ */
+CLMAD_API clmad_status clmad_broadcast_second(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+                                              clmad_tensor *const *tangents, const int *active,
+                                              clmad_tensor **outputs, clmad_tensor **out_tangents,
+                                              clmad_tensor **partials, clmad_tensor **partial_tangents);
+
+/* ---- end of second order ----------------------------------------------- */
+
 /**
  * Gradient check for a kernel: compares its forward-mode partials with
  * central finite differences of its primal at n_points points, in dtype

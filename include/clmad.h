@@ -743,6 +743,31 @@ CLMAD_API clmad_status clmad_broadcast_second(clmad_context *ctx, clmad_kernel *
                                               clmad_tensor **outputs, clmad_tensor **out_tangents,
                                               clmad_tensor **partials, clmad_tensor **partial_tangents);
 
+/**
+ * Hessian-vector product: hv[k] = sum_i d2 loss / d params[k] d params[i] . v[i],
+ * for the one-element loss on the current tape, by forward over reverse: a
+ * forward walk of the tape gives each recorded output its tangent along v,
+ * then a reverse walk carries each adjoint's tangent (the forward-mode rule
+ * of each operation's backward; broadcasts through one nested-dual kernel,
+ * see clmad_broadcast_second). params are n distinct leaves that require a
+ * gradient; v[k] has the shape and dtype of params[k]; hv receives n new
+ * tensors owned by the caller. Parameters the loss does not depend on get
+ * zeros. The tape is read, not consumed: call clmad_hvp as often as needed
+ * (conjugate gradient), then clmad_backward or clmad_tape_clear. Gradients
+ * of leaves are left alone; nothing is recorded.
+ * Supported operations: broadcasts (user kernels and the elementwise
+ * builtins), matmul, bmm, sum and mean. A tape holding any other operation
+ * is refused with CLMAD_ERR_UNSUPPORTED naming it, before anything runs.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, n <= 0, a parameter that is not
+ * a leaf requiring a gradient, a repeated parameter, another context),
+ * CLMAD_ERR_SHAPE (a loss of more than one element, v[k] not shaped like
+ * params[k]), CLMAD_ERR_STATE (no tape behind the loss: consumed by
+ * clmad_backward without clmad_set_retain_tape), CLMAD_ERR_UNSUPPORTED, and
+ * the errors of the operations it runs.
+ */
+CLMAD_API clmad_status clmad_hvp(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *const *params, int n,
+                                 clmad_tensor *const *v, clmad_tensor **hv);
+
 /* ---- end of second order ----------------------------------------------- */
 
 /**

@@ -48,6 +48,10 @@ clmad_status clmad__finish_product(clmad_context *ctx, const char *name, clmad_t
  * to the node) and hands y to *out; otherwise, or when recording fails,
  * releases y. data is freed with free_data on every path where no node
  * takes it. */
+/* 1 if node is clmad_sum's or clmad_mean's: reduce[d] (CLMAD_MAX_DIMS
+ * entries) is 1 for a summed axis of the input, *scale 1 or 1/count. */
+int clmad__sum_node(const clmad_node *node, int *reduce, double *scale);
+
 clmad_status clmad__finish_op(clmad_context *ctx, const char *name, clmad_backward_fn backward,
                               clmad_tensor *const *ins, int n, clmad_tensor *y, void *data,
                               void (*free_data)(clmad_node *node), clmad_status st, clmad_tensor **out);

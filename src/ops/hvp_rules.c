@@ -9,6 +9,7 @@
  *   sum, mean  linear: the same rule on tangents as on values;
  *   products   C = op(A) op(B): Cdot = P(Adot, B) + P(A, Bdot), and the
  *              adjoints, bilinear in (Cbar, B) and (A, Cbar), likewise.
+ *   shape ops  hvp_shape.c.
  * Every other operation is refused by clmad_hvp (clmad__hvp_supported).
  */
 #include "ops/hvp.h"
@@ -212,8 +213,10 @@ int clmad__hvp_supported(const clmad_node *node)
     uint64_t active;
     int reduce[CLMAD_MAX_DIMS];
     double scale;
+    clmad_status st;
     return clmad__bcast_node(node, &k, &active) || clmad__sum_node(node, reduce, &scale) ||
-           (node->backward == clmad__product_backward && node->data);
+           (node->backward == clmad__product_backward && node->data) ||
+           clmad__hvp_shape(NULL, (clmad_node *)node, NULL, 0, &st);
 }
 
 clmad_status clmad__hvp_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
@@ -226,9 +229,12 @@ clmad_status clmad__hvp_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_
         return bcast_forward(ctx, node, k, active, io);
     if (clmad__sum_node(node, reduce, &scale))
         return sum_forward(ctx, node, reduce, scale, io);
+    clmad_status st;
+    if (clmad__hvp_shape(ctx, node, io, 0, &st))
+        return st;
     const clmad_product_data *d = node->data;
     clmad_tensor *a = node->inputs[0], *b = node->inputs[1];
-    clmad_status st = product_into(ctx, &io->out_tan[0], io->in_tan[0], b, d->ta, d->tb);
+    st = product_into(ctx, &io->out_tan[0], io->in_tan[0], b, d->ta, d->tb);
     return st == CLMAD_OK ? product_into(ctx, &io->out_tan[0], a, io->in_tan[1], d->ta, d->tb) : st;
 }
 
@@ -248,10 +254,13 @@ clmad_status clmad__hvp_backward(clmad_context *ctx, clmad_node *node, clmad_hvp
                    ? sum_expand(ctx, node->inputs[0], reduce, scale, io->out_adj_tan[0], &io->in_adj_tan[0])
                    : st;
     }
+    clmad_status st;
+    if (clmad__hvp_shape(ctx, node, io, 1, &st))
+        return st;
     const clmad_product_data *d = node->data;
     const int ta = d->ta, tb = d->tb;
     clmad_tensor *a = node->inputs[0], *b = node->inputs[1], *g = io->out_adj[0], *gt = io->out_adj_tan[0];
-    clmad_status st = CLMAD_OK;
+    st = CLMAD_OK;
     if (io->want[0]) {
         st = adjoint_a(ctx, &io->in_adj[0], g, b, ta, tb);
         if (st == CLMAD_OK)

@@ -267,8 +267,8 @@ Test(hvp, data_dependent_loop_against_differences_of_gradients)
 
 /* ---- shape operations ---------------------------------------------------- */
 
-/* sum(c^3) with c = concat(s, tanh(s)), s = slice(reshape(transpose(X)),
- * columns 1..5), and X (3, 4) also multiplied into a transposed copy. */
+/* sum(c^3) + dot(X, tanh(X)) with c = concat(s, tanh(s)),
+ * s = slice(reshape(transpose(X)), columns 1..5), X (3, 4). */
 static clmad_status shape_model(clmad_context *ctx, clmad_tensor **p, void *env, clmad_tensor **loss)
 {
     (void)env;
@@ -283,14 +283,22 @@ static clmad_status shape_model(clmad_context *ctx, clmad_tensor **p, void *env,
     CHECK_OK(ctx, clmad_concat(ctx, 2, in, 0, &c));
     CHECK_OK(ctx, clmad_mul(ctx, c, c, &c2));
     CHECK_OK(ctx, clmad_mul(ctx, c2, c, &c3));
-    clmad_status st = clmad_sum(ctx, c3, 0, NULL, 0, loss);
+    clmad_tensor *d1, *d2;
+    CHECK_OK(ctx, clmad_sum(ctx, c3, 0, NULL, 0, &d1));
+    clmad_tensor *tx;
+    CHECK_OK(ctx, clmad_tanh(ctx, p[0], &tx));
+    CHECK_OK(ctx, clmad_dot(ctx, p[0], tx, &d2)); /* dot: bilinear, both sides depend on X */
+    clmad_tensor_release(tx);
+    clmad_status st = clmad_add(ctx, d1, d2, loss);
+    clmad_tensor_release(d1);
+    clmad_tensor_release(d2);
     clmad_tensor *all[] = {t, r, s, th, c, c2, c3};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         clmad_tensor_release(all[i]);
     return st;
 }
 
-Test(hvp, shape_operations_against_differences_of_gradients)
+Test(hvp, shape_operations_and_dot_against_differences_of_gradients)
 {
     clmad_context *ctx = test_context();
     problem pb = {shape_model, NULL, 1, {2}, {{3, 4}}};

@@ -181,7 +181,8 @@ static clmad_status check_arguments(clmad_context *ctx, clmad_tensor *loss, clma
         if (!clmad__hvp_supported(tape->nodes[i]))
             return clmad__fail(ctx, CLMAD_ERR_UNSUPPORTED,
                                "clmad_hvp: the tape holds '%s', which has no second-order rule yet (clmad_hvp "
-                               "supports broadcasts, the elementwise builtins, matmul, bmm, sum, mean, slice, concat, reshape "
+                               "supports broadcasts, the elementwise builtins, matmul, bmm, dot, sum, mean, slice, concat, "
+                               "reshape "
                                "and transpose)",
                                tape->nodes[i]->name);
     return CLMAD_OK;

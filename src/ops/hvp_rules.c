@@ -207,6 +207,42 @@ static clmad_status adjoint_b(clmad_context *ctx, clmad_tensor **acc, clmad_tens
     return tb ? product_into(ctx, acc, g, a, 1, ta) : product_into(ctx, acc, a, g, !ta, 0);
 }
 
+/* dot(a, b), bilinear: sdot = dot(adot, b) + dot(a, bdot); abar = sbar b,
+ * abardot = sbardot b + sbar bdot (and b's likewise). */
+static clmad_status dot_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
+{
+    clmad_status st = CLMAD_OK;
+    for (int j = 0; j < 2 && st == CLMAD_OK; j++) {
+        clmad_tensor *t = io->in_tan[j], *d;
+        if (!t)
+            continue;
+        st = clmad_dot(ctx, t, node->inputs[1 - j], &d);
+        if (st == CLMAD_OK)
+            st = add_into(ctx, &io->out_tan[0], d);
+    }
+    return st;
+}
+
+static clmad_status dot_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
+{
+    clmad_status st = CLMAD_OK;
+    for (int j = 0; j < 2 && st == CLMAD_OK; j++) {
+        if (!io->want[j])
+            continue;
+        clmad_tensor *other = node->inputs[1 - j];
+        st = mul_into(ctx, &io->in_adj[j], other, io->out_adj[0]);
+        if (st == CLMAD_OK)
+            st = mul_into(ctx, &io->in_adj_tan[j], other, io->out_adj_tan[0]);
+        if (st == CLMAD_OK)
+            st = mul_into(ctx, &io->in_adj_tan[j], io->in_tan[1 - j], io->out_adj[0]);
+        if (st == CLMAD_OK)
+            st = unbroadcast(ctx, &io->in_adj[j], node->inputs[j]);
+        if (st == CLMAD_OK)
+            st = unbroadcast(ctx, &io->in_adj_tan[j], node->inputs[j]);
+    }
+    return st;
+}
+
 int clmad__hvp_supported(const clmad_node *node)
 {
     clmad_kernel *k;
@@ -215,7 +251,7 @@ int clmad__hvp_supported(const clmad_node *node)
     double scale;
     clmad_status st;
     return clmad__bcast_node(node, &k, &active) || clmad__sum_node(node, reduce, &scale) ||
-           (node->backward == clmad__product_backward && node->data) ||
+           (node->backward == clmad__product_backward && node->data) || clmad__dot_node(node) ||
            clmad__hvp_shape(NULL, (clmad_node *)node, NULL, 0, &st);
 }
 
@@ -232,6 +268,8 @@ clmad_status clmad__hvp_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_
     clmad_status st;
     if (clmad__hvp_shape(ctx, node, io, 0, &st))
         return st;
+    if (clmad__dot_node(node))
+        return dot_forward(ctx, node, io);
     const clmad_product_data *d = node->data;
     clmad_tensor *a = node->inputs[0], *b = node->inputs[1];
     st = product_into(ctx, &io->out_tan[0], io->in_tan[0], b, d->ta, d->tb);
@@ -257,6 +295,8 @@ clmad_status clmad__hvp_backward(clmad_context *ctx, clmad_node *node, clmad_hvp
     clmad_status st;
     if (clmad__hvp_shape(ctx, node, io, 1, &st))
         return st;
+    if (clmad__dot_node(node))
+        return dot_backward(ctx, node, io);
     const clmad_product_data *d = node->data;
     const int ta = d->ta, tb = d->tb;
     clmad_tensor *a = node->inputs[0], *b = node->inputs[1], *g = io->out_adj[0], *gt = io->out_adj_tan[0];

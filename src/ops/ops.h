@@ -59,6 +59,9 @@ typedef enum clmad_shape_op {
 } clmad_shape_op;
 clmad_shape_op clmad__shape_node(const clmad_node *node, int *axis, size_t *start, int *perm);
 
+/* 1 if node is clmad_dot's. */
+int clmad__dot_node(const clmad_node *node);
+
 /* 1 if node is clmad_sum's or clmad_mean's: reduce[d] (CLMAD_MAX_DIMS
  * entries) is 1 for a summed axis of the input, *scale 1 or 1/count. */
 int clmad__sum_node(const clmad_node *node, int *reduce, double *scale);

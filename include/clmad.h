@@ -755,9 +755,12 @@ CLMAD_API clmad_status clmad_broadcast_second(clmad_context *ctx, clmad_kernel *
  * zeros. The tape is read, not consumed: call clmad_hvp as often as needed
  * (conjugate gradient), then clmad_backward or clmad_tape_clear. Gradients
  * of leaves are left alone; nothing is recorded.
- * Supported operations: broadcasts (user kernels and the elementwise
- * builtins), matmul, bmm, sum and mean. A tape holding any other operation
- * is refused with CLMAD_ERR_UNSUPPORTED naming it, before anything runs.
+ * Supported operations: broadcasts (user kernels, the elementwise builtins
+ * and the scalar forms), matmul, bmm, dot, sum, mean, slice, concat,
+ * reshape, transpose, and what is made of them (clmad_mse_loss). A tape
+ * holding any other operation (today the axis operations, hence
+ * clmad_cross_entropy) is refused with CLMAD_ERR_UNSUPPORTED naming it,
+ * before anything runs.
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, n <= 0, a parameter that is not
  * a leaf requiring a gradient, a repeated parameter, another context),
  * CLMAD_ERR_SHAPE (a loss of more than one element, v[k] not shaped like

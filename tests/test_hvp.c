@@ -148,7 +148,7 @@ enum { MB = 4, MI = 3, MH = 5, MO = 2 };
 
 static clmad_status mlp(clmad_context *ctx, clmad_tensor **p, void *env, clmad_tensor **loss)
 {
-    (void)env;
+    const int library_loss = env != NULL; /* clmad_mse_loss, made of sub, dot and mul */
     double xs[MB * MI], ys[MB * MO];
     for (int i = 0; i < MB * MI; i++)
         xs[i] = sin(1.0 + i);
@@ -163,6 +163,13 @@ static clmad_status mlp(clmad_context *ctx, clmad_tensor **p, void *env, clmad_t
     CHECK_OK(ctx, clmad_tanh(ctx, b, &h));
     CHECK_OK(ctx, clmad_matmul(ctx, h, p[2], 0, 0, &o));
     CHECK_OK(ctx, clmad_add(ctx, o, p[3], &q));
+    if (library_loss) {
+        clmad_status st = clmad_mse_loss(ctx, q, y, loss);
+        clmad_tensor *all[] = {x, y, a, b, h, o, q};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+            clmad_tensor_release(all[i]);
+        return st;
+    }
     CHECK_OK(ctx, clmad_sub(ctx, q, y, &d));
     CHECK_OK(ctx, clmad_mul(ctx, d, d, &s));
     clmad_status st = clmad_mean(ctx, s, 0, NULL, 0, loss);
@@ -178,6 +185,15 @@ Test(hvp, mlp_against_differences_of_gradients)
 {
     clmad_context *ctx = test_context();
     check_against_differences(ctx, &MLP, "MLP");
+    clmad_context_release(ctx);
+}
+
+Test(hvp, mlp_with_mse_loss_against_differences_of_gradients)
+{
+    clmad_context *ctx = test_context();
+    problem pb = MLP;
+    pb.env = &pb;
+    check_against_differences(ctx, &pb, "MLP with clmad_mse_loss");
     clmad_context_release(ctx);
 }
 

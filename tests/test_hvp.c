@@ -326,9 +326,10 @@ Test(hvp, shape_operations_and_dot_against_differences_of_gradients)
 
 /* A random chain on a (3, 4) value: each step one of matmul by a (4, 4)
  * parameter, + a (4) parameter row, * a (3, 4) parameter, tanh, sigmoid,
- * exp of a scaled value, a user kernel mixing two tensors; then the mean. */
+ * exp of a scaled value, a user kernel mixing two tensors, halves swapped
+ * by slice and concat, reshape and transpose; then the mean, or a dot. */
 typedef struct program {
-    int steps, op[8];
+    int steps, op[8], dot_loss;
     clmad_kernel *k;
 } program;
 
@@ -349,16 +350,32 @@ static clmad_status random_program(clmad_context *ctx, clmad_tensor **p, void *e
             CHECK_OK(ctx, clmad_mul_scalar(ctx, cur, 0.3, &tmp));
             CHECK_OK(ctx, clmad_exp(ctx, tmp, &next));
             break;
-        default: {
+        case 6: {
             clmad_tensor *in[2] = {cur, p[3]};
             CHECK_OK(ctx, clmad_broadcast(ctx, pr->k, in, &next));
+            break;
+        }
+        case 7: { /* the two column halves swapped: slice and concat */
+            clmad_tensor *half[2];
+            CHECK_OK(ctx, clmad_slice(ctx, cur, 1, 2, 4, &half[0]));
+            CHECK_OK(ctx, clmad_slice(ctx, cur, 1, 0, 2, &half[1]));
+            CHECK_OK(ctx, clmad_concat(ctx, 2, half, 1, &next));
+            clmad_tensor_release(half[0]);
+            clmad_tensor_release(half[1]);
+            break;
+        }
+        default: { /* reshape to (4, 3), then transpose back to (3, 4) */
+            const size_t rs[2] = {4, 3};
+            CHECK_OK(ctx, clmad_reshape(ctx, cur, 2, rs, &tmp));
+            CHECK_OK(ctx, clmad_transpose(ctx, tmp, NULL, &next));
         }
         }
         clmad_tensor_release(tmp);
         clmad_tensor_release(cur);
         cur = next;
     }
-    clmad_status st = clmad_mean(ctx, cur, 0, NULL, 0, loss);
+    /* The loss: a mean, or a dot with a parameter. */
+    clmad_status st = pr->dot_loss ? clmad_dot(ctx, cur, p[3], loss) : clmad_mean(ctx, cur, 0, NULL, 0, loss);
     clmad_tensor_release(cur);
     return st;
 }
@@ -375,10 +392,11 @@ Test(hvp, symmetric_over_random_programs)
                                       "mix", 2, 1, &k));
     program pr = {.k = k};
     problem pb = {random_program, &pr, 4, {2, 2, 1, 2}, {{3, 4}, {4, 4}, {4}, {3, 4}}};
-    for (int trial = 0; trial < 12; trial++) {
+    for (int trial = 0; trial < 16; trial++) {
         pr.steps = 2 + trial % 5;
+        pr.dot_loss = trial % 2;
         for (int s = 0; s < pr.steps; s++)
-            pr.op[s] = (int)((uniform() + 1) * 3.5) % 7;
+            pr.op[s] = (int)((uniform() + 1) * 4.5) % 9;
         double **x = alloc_set(&pb, 1), **u = alloc_set(&pb, 1), **v = alloc_set(&pb, 1);
         double **hu = alloc_set(&pb, 0), **hv = alloc_set(&pb, 0);
         hvp(ctx, &pb, x, u, hu);

@@ -723,6 +723,64 @@ CLMAD_API clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, 
                                  clmad_tensor *const *tangents, clmad_tensor **outputs,
                                  clmad_tensor **out_tangents);
 
+/* ---- Second order (issue 27) ------------------------------------------ */
+
+/**
+ * Forward mode to second order along one direction: the broadcast runs once
+ * on nested dual numbers (T is a dual whose value and partials are dual
+ * numbers over the tangent direction), from the same source as every other
+ * variant. active[j] != 0 marks input j as differentiated (active may be
+ * NULL: all); tangents[j] has the shape of inputs[j] and is the direction's
+ * component on input j: NULL is zero, and must be NULL for an inactive
+ * input. Writes new tensors of the output shape, all owned by the caller:
+ *   outputs[o]                         out_o
+ *   out_tangents[o]                    sum_j d out_o/d in_j * t_j
+ *   partials[o * n_inputs + j]         d out_o / d in_j (as clmad_broadcast_partials)
+ *   partial_tangents[o * n_inputs + j] sum_i d2 out_o / d in_j d in_i * t_i,
+ * the last two NULL for an inactive input. Every vocabulary function
+ * carries its second derivative (cl/clmad_ad.clh); branches and loops on
+ * ad_val() differentiate the path each element takes, and at the kinks of
+ * the non-smooth functions (relu, fabs, fmin, fmax, clamp, copysign) the
+ * second derivative is 0. Above the chunk cap the kernel runs once per
+ * chunk of partials, each carrying every tangent. Records nothing on the
+ * tape. Errors as clmad_broadcast_jvp, and CLMAD_ERR_INVALID_ARGUMENT for a
+ * tangent given to an inactive input.
+ */
+CLMAD_API clmad_status clmad_broadcast_second(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+                                              clmad_tensor *const *tangents, const int *active,
+                                              clmad_tensor **outputs, clmad_tensor **out_tangents,
+                                              clmad_tensor **partials, clmad_tensor **partial_tangents);
+
+/**
+ * Hessian-vector product: hv[k] = sum_i d2 loss / d params[k] d params[i] . v[i],
+ * for the one-element loss on the current tape, by forward over reverse: a
+ * forward walk of the tape gives each recorded output its tangent along v,
+ * then a reverse walk carries each adjoint's tangent (the forward-mode rule
+ * of each operation's backward; broadcasts through one nested-dual kernel,
+ * see clmad_broadcast_second). params are n distinct leaves that require a
+ * gradient; v[k] has the shape and dtype of params[k]; hv receives n new
+ * tensors owned by the caller. Parameters the loss does not depend on get
+ * zeros. The tape is read, not consumed: call clmad_hvp as often as needed
+ * (conjugate gradient), then clmad_backward or clmad_tape_clear. Gradients
+ * of leaves are left alone; nothing is recorded.
+ * Supported operations: broadcasts (user kernels, the elementwise builtins
+ * and the scalar forms), matmul, bmm, dot, sum, mean, slice, concat,
+ * reshape, transpose, and what is made of them (clmad_mse_loss). A tape
+ * holding any other operation (today the axis operations, hence
+ * clmad_cross_entropy) is refused with CLMAD_ERR_UNSUPPORTED naming it,
+ * before anything runs.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, n <= 0, a parameter that is not
+ * a leaf requiring a gradient, a repeated parameter, another context),
+ * CLMAD_ERR_SHAPE (a loss of more than one element, v[k] not shaped like
+ * params[k]), CLMAD_ERR_STATE (no tape behind the loss: consumed by
+ * clmad_backward without clmad_set_retain_tape), CLMAD_ERR_UNSUPPORTED, and
+ * the errors of the operations it runs.
+ */
+CLMAD_API clmad_status clmad_hvp(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *const *params, int n,
+                                 clmad_tensor *const *v, clmad_tensor **hv);
+
+/* ---- end of second order ----------------------------------------------- */
+
 /**
  * Gradient check for a kernel: compares its forward-mode partials with
  * central finite differences of its primal at n_points points, in dtype

@@ -103,3 +103,8 @@ clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clm
     clmad_tensor *in[2] = {a, b};
     return clmad__finish_op(ctx, "clmad_dot", dot_backward, in, 2, y, NULL, NULL, st, out);
 }
+
+int clmad__dot_node(const clmad_node *node)
+{
+    return node->backward == dot_backward;
+}

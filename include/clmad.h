@@ -723,7 +723,7 @@ CLMAD_API clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, 
                                  clmad_tensor *const *tangents, clmad_tensor **outputs,
                                  clmad_tensor **out_tangents);
 
-/* ---- Second order (issue 27) ------------------------------------------ */
+/* ---- Second order ---------------------------------------------------- */
 
 /**
  * Forward mode to second order along one direction: the broadcast runs once

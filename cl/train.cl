@@ -102,13 +102,12 @@ __kernel void clmad_axpby(__global real *y, __global const real *x, ulong n, rea
 
 /* SGD (PyTorch's torch.optim.SGD, dampening 0): d = g + wd p; with momentum
  * mu (has_v): v = mu v + d, d = nesterov ? d + mu v : v; p = p - lr d.
- * v starts at zero, so the first step stores d itself. */
-__kernel void clmad_sgd(__global real *p, __global const real *g, __global real *v, ulong n, real lr,
-                        real mu, real wd, int has_v, int nesterov)
+ * v starts at zero, so the first step stores d itself. One element; the
+ * per-parameter kernel and the grouped one share it, so that both give the
+ * same bits. */
+static void clmad_sgd_element(__global real *p, __global const real *g, __global real *v, ulong e, real lr,
+                              real mu, real wd, int has_v, int nesterov)
 {
-    const ulong e = get_global_id(0);
-    if (e >= n)
-        return;
     const real pe = p[e];
     real d = g[e] + wd * pe;
     if (has_v) {
@@ -119,18 +118,25 @@ __kernel void clmad_sgd(__global real *p, __global const real *g, __global real 
     p[e] = pe - lr * d;
 }
 
-/* Adam (decoupled 0: L2, wd p added to the gradient) and AdamW (decoupled
- * 1: p scaled by decay = 1 - lr wd first), at step t:
- * m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g g;
- * p = p - step_size m / (sqrt(v) / sqrt_bc2 + eps), with step_size =
- * lr / (1 - b1^t) and sqrt_bc2 = sqrt(1 - b2^t) formed on the host. */
-__kernel void clmad_adam(__global real *p, __global const real *g, __global real *m, __global real *v,
-                         ulong n, real step_size, real b1, real c1, real b2, real c2, real sqrt_bc2,
-                         real eps, real wd, real decay, int decoupled)
+__kernel void clmad_sgd(__global real *p, __global const real *g, __global real *v, ulong n, real lr,
+                        real mu, real wd, int has_v, int nesterov)
 {
     const ulong e = get_global_id(0);
     if (e >= n)
         return;
+    clmad_sgd_element(p, g, v, e, lr, mu, wd, has_v, nesterov);
+}
+
+/* Adam (decoupled 0: L2, wd p added to the gradient) and AdamW (decoupled
+ * 1: p scaled by decay = 1 - lr wd first), at step t:
+ * m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g g;
+ * p = p - step_size m / (sqrt(v) / sqrt_bc2 + eps), with step_size =
+ * lr / (1 - b1^t) and sqrt_bc2 = sqrt(1 - b2^t) formed on the host. One
+ * element, shared as clmad_sgd_element is. */
+static void clmad_adam_element(__global real *p, __global const real *g, __global real *m, __global real *v,
+                               ulong e, real step_size, real b1, real c1, real b2, real c2, real sqrt_bc2,
+                               real eps, real wd, real decay, int decoupled)
+{
     real pe = p[e], ge = g[e];
     if (decoupled)
         pe = pe * decay;
@@ -141,4 +147,67 @@ __kernel void clmad_adam(__global real *p, __global const real *g, __global real
     m[e] = me;
     v[e] = ve;
     p[e] = pe - step_size * (me / (sqrt(ve) / sqrt_bc2 + eps));
+}
+
+__kernel void clmad_adam(__global real *p, __global const real *g, __global real *m, __global real *v,
+                         ulong n, real step_size, real b1, real c1, real b2, real c2, real sqrt_bc2,
+                         real eps, real wd, real decay, int decoupled)
+{
+    const ulong e = get_global_id(0);
+    if (e >= n)
+        return;
+    clmad_adam_element(p, g, m, v, e, step_size, b1, c1, b2, c2, sqrt_bc2, eps, wd, decay, decoupled);
+}
+
+/* One step of up to 8 parameters in one launch (OpenCL 1.2 has no table of
+ * buffers: each parameter's buffers are arguments of their own). Work-item
+ * e belongs to the first slot i with e < end_i, at element e - end_(i-1);
+ * the host gives unused slots the last end, so no work-item reaches them.
+ * 8 slots keep the arguments (Adam: 8 x 56 bytes and the common ones) under
+ * the 1024 bytes that every device takes (CL_DEVICE_MAX_PARAMETER_SIZE). */
+#define CLMAD_SGD_SLOT(i) __global real *p##i, __global const real *g##i, __global real *v##i, ulong end##i
+#define CLMAD_SGD_AT(i, start)                                                                           \
+    if (e < end##i) {                                                                                    \
+        clmad_sgd_element(p##i, g##i, v##i, e - (start), lr, mu, wd, has_v, nesterov);                   \
+        return;                                                                                          \
+    }
+
+__kernel void clmad_sgd_group(CLMAD_SGD_SLOT(0), CLMAD_SGD_SLOT(1), CLMAD_SGD_SLOT(2), CLMAD_SGD_SLOT(3),
+                              CLMAD_SGD_SLOT(4), CLMAD_SGD_SLOT(5), CLMAD_SGD_SLOT(6), CLMAD_SGD_SLOT(7),
+                              real lr, real mu, real wd, int has_v, int nesterov)
+{
+    const ulong e = get_global_id(0);
+    CLMAD_SGD_AT(0, 0)
+    CLMAD_SGD_AT(1, end0)
+    CLMAD_SGD_AT(2, end1)
+    CLMAD_SGD_AT(3, end2)
+    CLMAD_SGD_AT(4, end3)
+    CLMAD_SGD_AT(5, end4)
+    CLMAD_SGD_AT(6, end5)
+    CLMAD_SGD_AT(7, end6)
+}
+
+#define CLMAD_ADAM_SLOT(i)                                                                                \
+    __global real *p##i, __global const real *g##i, __global real *m##i, __global real *v##i, ulong end##i, \
+        real step_size##i, real sqrt_bc2##i
+#define CLMAD_ADAM_AT(i, start)                                                                          \
+    if (e < end##i) {                                                                                    \
+        clmad_adam_element(p##i, g##i, m##i, v##i, e - (start), step_size##i, b1, c1, b2, c2, sqrt_bc2##i, \
+                           eps, wd, decay, decoupled);                                                   \
+        return;                                                                                          \
+    }
+
+__kernel void clmad_adam_group(CLMAD_ADAM_SLOT(0), CLMAD_ADAM_SLOT(1), CLMAD_ADAM_SLOT(2), CLMAD_ADAM_SLOT(3),
+                               CLMAD_ADAM_SLOT(4), CLMAD_ADAM_SLOT(5), CLMAD_ADAM_SLOT(6), CLMAD_ADAM_SLOT(7),
+                               real b1, real c1, real b2, real c2, real eps, real wd, real decay, int decoupled)
+{
+    const ulong e = get_global_id(0);
+    CLMAD_ADAM_AT(0, 0)
+    CLMAD_ADAM_AT(1, end0)
+    CLMAD_ADAM_AT(2, end1)
+    CLMAD_ADAM_AT(3, end2)
+    CLMAD_ADAM_AT(4, end3)
+    CLMAD_ADAM_AT(5, end4)
+    CLMAD_ADAM_AT(6, end5)
+    CLMAD_ADAM_AT(7, end6)
 }

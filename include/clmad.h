@@ -43,6 +43,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -750,6 +751,64 @@ CLMAD_API clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, 
                                  clmad_tensor *const *tangents, clmad_tensor **outputs,
                                  clmad_tensor **out_tangents);
 
+/* ---- Second order ---------------------------------------------------- */
+
+/**
+ * Forward mode to second order along one direction: the broadcast runs once
+ * on nested dual numbers (T is a dual whose value and partials are dual
+ * numbers over the tangent direction), from the same source as every other
+ * variant. active[j] != 0 marks input j as differentiated (active may be
+ * NULL: all); tangents[j] has the shape of inputs[j] and is the direction's
+ * component on input j: NULL is zero, and must be NULL for an inactive
+ * input. Writes new tensors of the output shape, all owned by the caller:
+ *   outputs[o]                         out_o
+ *   out_tangents[o]                    sum_j d out_o/d in_j * t_j
+ *   partials[o * n_inputs + j]         d out_o / d in_j (as clmad_broadcast_partials)
+ *   partial_tangents[o * n_inputs + j] sum_i d2 out_o / d in_j d in_i * t_i,
+ * the last two NULL for an inactive input. Every vocabulary function
+ * carries its second derivative (cl/clmad_ad.clh); branches and loops on
+ * ad_val() differentiate the path each element takes, and at the kinks of
+ * the non-smooth functions (relu, fabs, fmin, fmax, clamp, copysign) the
+ * second derivative is 0. Above the chunk cap the kernel runs once per
+ * chunk of partials, each carrying every tangent. Records nothing on the
+ * tape. Errors as clmad_broadcast_jvp, and CLMAD_ERR_INVALID_ARGUMENT for a
+ * tangent given to an inactive input.
+ */
+CLMAD_API clmad_status clmad_broadcast_second(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+                                              clmad_tensor *const *tangents, const int *active,
+                                              clmad_tensor **outputs, clmad_tensor **out_tangents,
+                                              clmad_tensor **partials, clmad_tensor **partial_tangents);
+
+/**
+ * Hessian-vector product: hv[k] = sum_i d2 loss / d params[k] d params[i] . v[i],
+ * for the one-element loss on the current tape, by forward over reverse: a
+ * forward walk of the tape gives each recorded output its tangent along v,
+ * then a reverse walk carries each adjoint's tangent (the forward-mode rule
+ * of each operation's backward; broadcasts through one nested-dual kernel,
+ * see clmad_broadcast_second). params are n distinct leaves that require a
+ * gradient; v[k] has the shape and dtype of params[k]; hv receives n new
+ * tensors owned by the caller. Parameters the loss does not depend on get
+ * zeros. The tape is read, not consumed: call clmad_hvp as often as needed
+ * (conjugate gradient), then clmad_backward or clmad_tape_clear. Gradients
+ * of leaves are left alone; nothing is recorded.
+ * Supported operations: broadcasts (user kernels, the elementwise builtins
+ * and the scalar forms), matmul, bmm, dot, sum, mean, slice, concat,
+ * reshape, transpose, and what is made of them (clmad_mse_loss). A tape
+ * holding any other operation (today the axis operations, hence
+ * clmad_cross_entropy) is refused with CLMAD_ERR_UNSUPPORTED naming it,
+ * before anything runs.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, n <= 0, a parameter that is not
+ * a leaf requiring a gradient, a repeated parameter, another context),
+ * CLMAD_ERR_SHAPE (a loss of more than one element, v[k] not shaped like
+ * params[k]), CLMAD_ERR_STATE (no tape behind the loss: consumed by
+ * clmad_backward without clmad_set_retain_tape), CLMAD_ERR_UNSUPPORTED, and
+ * the errors of the operations it runs.
+ */
+CLMAD_API clmad_status clmad_hvp(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *const *params, int n,
+                                 clmad_tensor *const *v, clmad_tensor **hv);
+
+/* ---- end of second order ----------------------------------------------- */
+
 /**
  * Gradient check for a kernel: compares its forward-mode partials with
  * central finite differences of its primal at n_points points, in dtype
@@ -910,10 +969,26 @@ CLMAD_API clmad_status clmad_mean(clmad_context *ctx, clmad_tensor *x, int naxes
                         clmad_tensor **out);
 
 /**
- * Matrix product of 2-d tensors through CLBlast: out = op(a) op(b), where
- * op transposes when trans_a / trans_b is non-zero. dA = dC op(b)^T and
- * dB = op(a)^T dC in backward. Errors: CLMAD_ERR_SHAPE, CLMAD_ERR_DTYPE,
- * CLMAD_ERR_OPENCL (CLBlast's status is in the message).
+ * Matrix product through CLBlast: out = op(a) op(b), where op transposes
+ * the last two axes when trans_a / trans_b is non-zero; *out is new, owned
+ * by the caller. dA = dC op(b)^T and dB = op(a)^T dC in backward.
+ * Two 2-d operands: one GEMM. Other ranks follow NumPy's np.matmul:
+ *   - a 1-d a is a row vector (1, k) and a 1-d b a column vector (k, 1);
+ *     the result drops that axis ((k,) @ (k,) is 0-d); trans_a / trans_b
+ *     are ignored for a 1-d operand (a vector is its own transpose);
+ *   - the axes before the last two are batch axes, aligned from the right
+ *     and broadcast (sizes equal or 1; a missing axis is of size 1), so
+ *     (B, 1, m, k) @ (C, k, n) is (B, C, m, n) and (B, m, k) @ (k, n) is
+ *     (B, m, n);
+ *   - gradients come back in each operand's shape: a broadcast operand's
+ *     is the sum over the batch of its products.
+ * One GEMM per matrix of the result (the GEMM kernels of the 2-d case); a
+ * batch against one matrix b with a not transposed is one GEMM of a's
+ * stacked rows, forward and backward. Errors: CLMAD_ERR_SHAPE (inner sizes
+ * that differ, batch axes that do not broadcast, a 0-d operand: the message
+ * gives both shapes), CLMAD_ERR_DTYPE (dtypes that differ, or not f32/f64),
+ * CLMAD_ERR_INVALID_ARGUMENT (NULL, another context), CLMAD_ERR_OPENCL
+ * (CLBlast's status is in the message).
  */
 CLMAD_API clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a,
                           int trans_b, clmad_tensor **out);
@@ -1017,8 +1092,8 @@ CLMAD_API clmad_status clmad_cross_entropy(clmad_context *ctx, clmad_tensor *log
  * transposing a matrix when trans_a / trans_b is non-zero; *out is new
  * (batch, m, n), owned by the caller. Backward gives, per matrix, the
  * gradients of clmad_matmul. Runs one CLBlast GEMM per matrix (the kernels
- * of clmad_matmul; no broadcasting of the batch: for a matrix shared by
- * the whole batch, reshape the other operand to 2-d and use clmad_matmul).
+ * of clmad_matmul; no broadcasting of the batch: clmad_matmul broadcasts
+ * batches, a matrix shared by the whole batch among them).
  * Errors: CLMAD_ERR_SHAPE (ranks other than 3, batches or inner sizes that
  * differ), CLMAD_ERR_DTYPE, CLMAD_ERR_INVALID_ARGUMENT (NULL, another
  * context), CLMAD_ERR_OPENCL (CLBlast's status is in the message).
@@ -1367,7 +1442,11 @@ CLMAD_API clmad_status clmad_optimizer_adamw(clmad_context *ctx, clmad_tensor *c
 /**
  * One step: every parameter with a gradient (clmad_backward's) is updated
  * in place, with its state, by one fused kernel (one pass over p, g and
- * the state); a parameter without a gradient is left as it is. Gradients
+ * the state); a parameter without a gradient is left as it is. One launch
+ * updates up to 8 parameters of one dtype (their buffers are arguments of
+ * their own: OpenCL 1.2 has no table of buffers), so a model of at most 8
+ * parameter tensors per dtype takes one launch per step; the results are
+ * bitwise those of one launch per parameter (the same element update). Gradients
  * are not cleared (clmad_optimizer_zero_grad). Every parameter is checked
  * before any is written. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL),
  * CLMAD_ERR_STATE (the tape still holds a parameter: the message names
@@ -1390,6 +1469,176 @@ CLMAD_API uint64_t clmad_optimizer_steps(const clmad_optimizer *o);
 
 /** Releases the optimizer, its state and its references to the parameters. */
 CLMAD_API void clmad_optimizer_release(clmad_optimizer *o);
+
+/* ------------------------------------------------------------------------ */
+/* Files and text: safetensors, optimizer state, printing                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * clmad reads and writes the safetensors format (github.com/huggingface/
+ * safetensors), which PyTorch, JAX, NumPy and Hugging Face models use: an
+ * 8-byte little-endian length N, a JSON header of N bytes
+ *   {"__metadata__": {"key": "value", ...},
+ *    "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, ...}
+ * and the tensors' bytes (little-endian, row-major), back to back, the
+ * offsets counted from the end of the header. clmad's dtypes are written
+ * as "F32" and "F64". Files clmad writes load with the Python package
+ * safetensors (safetensors.numpy.load_file, safetensors.torch.load_file)
+ * with the same bits, and files it writes load here (make test checks
+ * both ways).
+ *
+ * Reading is strict: a file is refused whole, with CLMAD_ERR_IO and a
+ * message naming the file and the fault, when it is shorter than its
+ * header says, has a header over 100 MB (the reference implementation's
+ * cap) or not strict JSON (objects, arrays, strings, non-negative
+ * integers), an entry without "dtype", "shape" or "data_offsets" or with
+ * other keys, a dtype the format does not define, offsets whose span is
+ * not shape x dtype size, offsets that overlap, leave a hole, or go past
+ * the end, bytes after the last tensor, a name given twice, or a metadata
+ * value that is not a string. A tensor of rank above CLMAD_MAX_DIMS is
+ * CLMAD_ERR_UNSUPPORTED. Nothing past the file's size is read, and a
+ * failed read changes no tensor.
+ */
+
+/** The short name of a dtype: "f32", "f64", "i32", "i64", "u8"; "unknown" for a value outside
+ * the enum. A static string. */
+CLMAD_API const char *clmad_dtype_name(clmad_dtype dtype);
+
+/**
+ * Writes tensors[0..n) under names[0..n) to a safetensors file at path, in
+ * that order, with the metadata `metadata` (NULL, or a NULL-terminated list
+ * of key, value strings: {"epoch", "3", NULL}) as "__metadata__". The file
+ * is written whole or not at all: to a temporary file beside it, synced,
+ * then renamed over path (mode 0666 less the umask). Waits for the
+ * tensors' values. n may be 0 (a file of metadata only).
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (path, names, tensors or an entry
+ * NULL with n > 0; a name given twice, "__metadata__", or not UTF-8; a
+ * metadata key or value not UTF-8 or a key given twice; tensors of two
+ * contexts), CLMAD_ERR_IO (the message has the file and the system's
+ * error), CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL. The message is on
+ * the tensors' context (clmad_last_error(NULL) when n is 0).
+ */
+CLMAD_API clmad_status clmad_save(const char *path, const char *const *names, clmad_tensor *const *tensors,
+                                  size_t n, const char *const *metadata);
+
+/**
+ * Loads the file's tensors named names[0..n) into the existing tensors
+ * tensors[0..n) of ctx (a "load_state_dict"): each must have the entry's
+ * shape and dtype. Every name, shape and dtype is checked and every value
+ * read from the file before any tensor is written, so a bad file or a
+ * mismatch leaves all of them as they were. The file may hold more
+ * tensors than asked for. Written outside the tape, as clmad_tensor_write.
+ * Errors: CLMAD_ERR_IO (the file, as above), CLMAD_ERR_INVALID_ARGUMENT
+ * (NULL, a tensor of another context or read-only, a name the file does
+ * not hold: the message names it), CLMAD_ERR_SHAPE and CLMAD_ERR_DTYPE
+ * (the message names the tensor and both shapes or dtypes),
+ * CLMAD_ERR_STATE (the tape holds a tensor), CLMAD_ERR_UNSUPPORTED,
+ * CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL (then some tensors may be
+ * written).
+ */
+CLMAD_API clmad_status clmad_load(clmad_context *ctx, const char *path, const char *const *names,
+                                  clmad_tensor *const *tensors, size_t n);
+
+/** An open safetensors file: its checked header, to list and read. Like a
+ * context's objects, one file is used by one thread at a time. */
+typedef struct clmad_safetensors clmad_safetensors;
+
+/** One tensor of an open file. Strings are owned by the file. */
+typedef struct clmad_safetensors_entry {
+    const char *name;
+    const char *file_dtype;      /* as in the file: "F32", "BF16", "I64", ... */
+    int supported;               /* 1 when clmad has that dtype: dtype is then valid */
+    clmad_dtype dtype;
+    int ndim;
+    size_t shape[CLMAD_MAX_DIMS];
+} clmad_safetensors_entry;
+
+/**
+ * Opens and checks a safetensors file (see above): the header is read and
+ * kept, the data is read by clmad_safetensors_read. The caller owns *file
+ * and closes it with clmad_safetensors_close. Needs no context; the
+ * message of a failure is clmad_last_error(NULL).
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_IO,
+ * CLMAD_ERR_UNSUPPORTED (rank above CLMAD_MAX_DIMS),
+ * CLMAD_ERR_OUT_OF_MEMORY.
+ */
+CLMAD_API clmad_status clmad_safetensors_open(const char *path, clmad_safetensors **file);
+
+/** How many tensors the file holds (0 for NULL). */
+CLMAD_API size_t clmad_safetensors_count(const clmad_safetensors *file);
+
+/** Entry index (0..count), in the order of the tensors' data in the file.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, index out of range). */
+CLMAD_API clmad_status clmad_safetensors_entry_at(const clmad_safetensors *file, size_t index,
+                                                  clmad_safetensors_entry *entry);
+
+/** The metadata value of key, or NULL when the file has none (owned by the file). */
+CLMAD_API const char *clmad_safetensors_metadata(const clmad_safetensors *file, const char *key);
+
+/**
+ * A new tensor of ctx holding the file's tensor `name`, owned by the
+ * caller. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, no tensor of that
+ * name), CLMAD_ERR_UNSUPPORTED (a dtype clmad does not have, f64 on a
+ * device without fp64), CLMAD_ERR_IO (the file changed and is now short),
+ * and those of clmad_tensor_create.
+ */
+CLMAD_API clmad_status clmad_safetensors_read(clmad_context *ctx, clmad_safetensors *file, const char *name,
+                                              clmad_tensor **out);
+
+/** Closes the file and frees its header; NULL is a no-op. */
+CLMAD_API void clmad_safetensors_close(clmad_safetensors *file);
+
+/**
+ * Saves the optimizer's state as a safetensors file (written as
+ * clmad_save): per parameter i, the tensors "param.<i>.exp_avg" and
+ * "param.<i>.exp_avg_sq" (Adam, AdamW: the first and second moments) or
+ * "param.<i>.momentum_buffer" (SGD with momentum), PyTorch's names; in the
+ * metadata the kind ("clmad.optimizer": "sgd", "adam" or "adamw"), the
+ * parameter count ("clmad.params"), the step counts ("clmad.steps" and
+ * "param.<i>.step", decimal) and the options ("lr", "momentum",
+ * "nesterov", "beta1", "beta2", "eps", "weight_decay", as %.17g: they
+ * round-trip). The parameters themselves are not saved (clmad_save them).
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), and those of clmad_save.
+ */
+CLMAD_API clmad_status clmad_optimizer_save(clmad_optimizer *o, const char *path);
+
+/**
+ * Loads a state saved by clmad_optimizer_save into o, which must have the
+ * same kind, parameter count and parameter shapes and dtypes (the same
+ * model): the moments or velocities and the step counts, so that training
+ * continues with the same bits as if it had not stopped. The options stay
+ * o's own (set at creation or by clmad_optimizer_set_lr). Checks all
+ * before changing anything. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL;
+ * a file of another kind or parameter count, or without clmad's
+ * metadata: the message says which), those of clmad_load.
+ */
+CLMAD_API clmad_status clmad_optimizer_load(clmad_optimizer *o, const char *path);
+
+/**
+ * The text of a tensor, as PyTorch prints it: nested brackets per
+ * dimension, each value with 4 decimals ("%.4f"), or in scientific form
+ * ("%.4e") for all of them when, among the finite nonzero magnitudes
+ * shown, the largest is above 1e8 or more than 1000 times the smallest, or
+ * the smallest is below 1e-4 (PyTorch's rule); values right-aligned to one
+ * width; inf, -inf, nan. Integer dtypes, once clmad has them, will print
+ * as integers. Past 1000
+ * elements, only the first and last 3 items of each dimension longer than
+ * 6 are shown, the rest as "..." (NumPy's and PyTorch's thresholds). Then
+ * the shape and the dtype:
+ *   tensor([[1.0000, 2.0000, 3.0000],
+ *           [4.0000, 5.0000, 6.0000]], shape=(2, 3), dtype=f32)
+ * (tensor(2.5000, shape=(), dtype=f64) for rank 0). Waits for the values
+ * and reads the whole tensor to the host.
+ * clmad_tensor_format writes it into buf as snprintf does: at most size
+ * bytes including the final NUL (buf may be NULL when size is 0), and
+ * sets *length to the full text's length without the NUL, so a text cut
+ * short shows as *length >= size: call again with *length + 1 bytes.
+ * clmad_tensor_print writes it and a newline to f.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_IO (f failed),
+ * CLMAD_ERR_OUT_OF_MEMORY, CLMAD_ERR_OPENCL.
+ */
+CLMAD_API clmad_status clmad_tensor_format(clmad_tensor *t, char *buf, size_t size, size_t *length);
+CLMAD_API clmad_status clmad_tensor_print(clmad_tensor *t, FILE *f);
 
 #ifdef __cplusplus
 }

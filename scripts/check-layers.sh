@@ -10,7 +10,7 @@ set -eu
 build=${1:?usage: check-layers.sh BUILD_DIR}
 root=$(cd "$(dirname "$0")/.." && pwd)
 objdir=$build/CMakeFiles/clmad.dir/src
-layers="base runtime lower tape broadcast ops"
+layers="base runtime lower tape broadcast ops io"
 MAX_LINES=${MAX_LINES:-350}
 fail=0
 work=$(mktemp -d)

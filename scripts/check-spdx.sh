@@ -5,7 +5,7 @@
 # SPDX-License-Identifier line near its top (LICENSE: Apache-2.0).
 # Usage: check-spdx.sh [SOURCE_DIR]; lists the files without one.
 cd "${1:-.}" || exit 2
-missing=$(find src include tools examples bench tests cl scripts cmake mk CMakeLists.txt Makefile \
+missing=$(find src include tools examples bench tests cl scripts cmake mk python CMakeLists.txt Makefile \
     -type f \( -name '*.c' -o -name '*.h' -o -name '*.cl' -o -name '*.clh' -o -name '*.sh' \
     -o -name '*.py' -o -name '*.cmake' -o -name '*.in' -o -name '*.mk' -o -name '*.supp' \
     -o -name CMakeLists.txt -o -name Makefile \) -print |

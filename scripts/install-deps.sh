@@ -9,14 +9,11 @@ packages=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libclblast-dev libcriterion-dev
   openmpi-bin libopenmpi-dev
+  python3-venv python3-pip   # the Python package's test (scripts/test-python.sh), make bench-peers
 )
 # Optional extras for the other targets (bench, portability, kernel checks).
 if [ "${CLMAD_DEPS_EXTRA:-0}" = 1 ]; then
   packages+=(mesa-opencl-icd oclgrind gnuplot-nox valgrind)
-fi
-# Python peers of make bench-peers: a virtual environment and pip.
-if [ "${CLMAD_DEPS_PEERS:-0}" = 1 ]; then
-  packages+=(python3-venv python3-pip)
 fi
 
 missing=()

@@ -35,4 +35,9 @@
  * clmad launches its own (same work-group rounding, same counters). */
 #include "runtime/primitives.h"
 
+/* clmad__optimizer_launch_per_parameter: test_optim_group compares the
+ * optimizer's grouped launches with one launch per parameter, bit for bit,
+ * and bench_optim times the two. */
+#include "ops/optim.h"
+
 #endif

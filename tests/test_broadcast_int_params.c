@@ -3,7 +3,9 @@
  * CLMAD_I32, CLMAD_I64, CLMAD_U8 tensors): values against host references,
  * tape gradients of the T inputs against central finite differences in f64
  * under STORE and RECOMPUTE (and chunked), JVP and partials against closed
- * forms, and the refusals (status, message naming the parameter). */
+ * forms, second order (clmad_broadcast_second against closed forms, clmad_hvp
+ * against central differences of gradients) and the refusals (status,
+ * message naming the parameter). */
 #include "gradcheck.h"
 
 #include <math.h>
@@ -418,6 +420,146 @@ Test(broadcast_int_params, several_outputs)
     clmad_tensor_release(e.w0);
     clmad_tensor_release(e.w1);
     clmad_kernel_release(e.k);
+    clmad_context_release(ctx);
+}
+
+/* ---- second order through an integer label: nested duals and clmad_hvp -- */
+
+Test(broadcast_int_params, second_skips_the_integer_parameter)
+{
+    clmad_context *ctx = test_context();
+    unsigned seed = 11;
+    size_t shape[1] = {9};
+    const int64_t lab[9] = {0, 1, 2, 2, 1, 0, 0, 1, 2};
+    clmad_kernel *k;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, THREE_SRC, "g", 3, 1, &k));
+    clmad_tensor *x = gc_random(ctx, 1, shape, -1, 1, &seed), *z = gc_random(ctx, 1, shape, -1, 1, &seed);
+    clmad_tensor *c = int_tensor(ctx, CLMAD_I64, 1, shape, lab);
+    double tx[9];
+    for (int i = 0; i < 9; i++)
+        tx[i] = 0.3 - 0.07 * i;
+    clmad_tensor *t0;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, shape, tx, &t0));
+    clmad_tensor *in[3] = {x, c, z}, *tangents[3] = {t0, NULL, NULL};
+    clmad_tensor *y = NULL, *ty = NULL, *p[3] = {0}, *pt[3] = {0};
+
+    /* Every input (active NULL), a tangent on x only (y's is zero). */
+    CHECK_OK(ctx, clmad_broadcast_second(ctx, k, in, tangents, NULL, &y, &ty, p, pt));
+    cr_assert_null(p[1], "an integer parameter has no partials");
+    cr_assert_null(pt[1], "an integer parameter has no partial tangents");
+    double hx[9], hz[9], hty[9], hpt0[9], hpt2[9], want[9];
+    read_f64(ctx, x, hx, 9);
+    read_f64(ctx, z, hz, 9);
+    read_f64(ctx, ty, hty, 9);
+    read_f64(ctx, pt[0], hpt0, 9);
+    read_f64(ctx, pt[2], hpt2, 9);
+    for (int i = 0; i < 9; i++) {
+        double a = hx[i], b = hz[i];
+        want[i] = tx[i] * (lab[i] == 0 ? b : lab[i] == 1 ? exp(a) : cos(a * b) * b);
+    }
+    expect_close(hty, want, 9, 1e-14, "tangent of g along x");
+    for (int i = 0; i < 9; i++) { /* d2g/dx2 tx */
+        double a = hx[i], b = hz[i];
+        want[i] = tx[i] * (lab[i] == 0 ? 0 : lab[i] == 1 ? exp(a) : -sin(a * b) * b * b);
+    }
+    expect_close(hpt0, want, 9, 1e-14, "tangent of d g / d x");
+    for (int i = 0; i < 9; i++) { /* d2g/dxdy tx */
+        double a = hx[i], b = hz[i];
+        want[i] = tx[i] * (lab[i] == 0 ? 1 : lab[i] == 1 ? 0 : cos(a * b) - sin(a * b) * a * b);
+    }
+    expect_close(hpt2, want, 9, 1e-14, "tangent of d g / d y");
+    clmad_tensor_release(y);
+    clmad_tensor_release(ty);
+    clmad_tensor_release(p[0]);
+    clmad_tensor_release(p[2]);
+    clmad_tensor_release(pt[0]);
+    clmad_tensor_release(pt[2]);
+
+    /* A tangent on, or active set for, the integer parameter: refused, naming it. */
+    tangents[1] = t0;
+    REFUSED(ctx, clmad_broadcast_second(ctx, k, in, tangents, NULL, &y, &ty, p, pt), CLMAD_ERR_INVALID_ARGUMENT,
+            "\"c\"");
+    tangents[1] = NULL;
+    const int active[3] = {1, 1, 1};
+    REFUSED(ctx, clmad_broadcast_second(ctx, k, in, tangents, active, &y, &ty, p, pt), CLMAD_ERR_INVALID_ARGUMENT,
+            "\"c\"");
+    cr_assert_null(p[1]);
+    clmad_tensor_release(t0);
+    clmad_tensor_release(x);
+    clmad_tensor_release(z);
+    clmad_tensor_release(c);
+    clmad_kernel_release(k);
+    clmad_context_release(ctx);
+}
+
+/* A 1-d f64 tensor of host values. */
+static clmad_tensor *f64_tensor(clmad_context *ctx, const size_t *shape, const double *h)
+{
+    clmad_tensor *t;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, shape, h, &t));
+    return t;
+}
+
+/* Gradients of env_loss at host points (x, y) into g[0], g[1]. */
+static void host_gradients(clmad_context *ctx, env *e, const size_t *shape, const double *hx, const double *hy,
+                           double g[2][9])
+{
+    clmad_tensor *p[2] = {f64_tensor(ctx, shape, hx), f64_tensor(ctx, shape, hy)};
+    double **grads = gc_backward(ctx, env_loss, e, 2, p);
+    memcpy(g[0], grads[0], 9 * sizeof(double));
+    memcpy(g[1], grads[1], 9 * sizeof(double));
+    gc_free(grads, 2);
+    clmad_tensor_release(p[0]);
+    clmad_tensor_release(p[1]);
+}
+
+Test(broadcast_int_params, hvp_through_an_integer_label_against_differences_of_gradients)
+{
+    clmad_context *ctx = test_context();
+    if (!test_device_fp64())
+        cr_skip_test("the device has no fp64");
+    size_t shape[1] = {9};
+    const int64_t lab[9] = {0, 1, 2, 2, 1, 0, 0, 1, 2};
+    env e = {.n_in = 3};
+    CHECK_OK(ctx, clmad_kernel_create(ctx, THREE_SRC, "g", 3, 1, &e.k));
+    e.in[1] = int_tensor(ctx, CLMAD_I64, 1, shape, lab);
+    unsigned seed = 17;
+    e.w = gc_random(ctx, 1, shape, -1, 1, &seed);
+    double x[2][9], v[2][9], xp[2][9], xm[2][9], gp[2][9], gm[2][9], hv[2][9];
+    const double h = 1e-5;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 9; i++) {
+            x[k][i] = 0.9 * sin(1.7 * i + k);
+            v[k][i] = cos(0.6 * i - 2.0 * k);
+            xp[k][i] = x[k][i] + h * v[k][i];
+            xm[k][i] = x[k][i] - h * v[k][i];
+        }
+    clmad_tensor *p[2] = {f64_tensor(ctx, shape, x[0]), f64_tensor(ctx, shape, x[1])};
+    clmad_tensor *tv[2] = {f64_tensor(ctx, shape, v[0]), f64_tensor(ctx, shape, v[1])}, *out[2] = {0}, *loss;
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(p[0], 1));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(p[1], 1));
+    CHECK_OK(ctx, env_loss(ctx, p, &e, &loss));
+    CHECK_OK(ctx, clmad_hvp(ctx, loss, p, 2, tv, out));
+    clmad_tape_clear(ctx);
+    for (int k = 0; k < 2; k++) {
+        read_f64(ctx, out[k], hv[k], 9);
+        clmad_tensor_release(out[k]);
+        clmad_tensor_release(tv[k]);
+        clmad_tensor_release(p[k]);
+    }
+    clmad_tensor_release(loss);
+    host_gradients(ctx, &e, shape, xp[0], xp[1], gp);
+    host_gradients(ctx, &e, shape, xm[0], xm[1], gm);
+    double scale = 0;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 9; i++) {
+            const double fd = (gp[k][i] - gm[k][i]) / (2 * h);
+            scale = fmax(scale, fabs(fd));
+            cr_expect(fabs(hv[k][i] - fd) <= 1e-6 * fmax(1.0, fabs(fd)),
+                      "H v of parameter %d [%d] = %.12g, differences of gradients %.12g", k, i, hv[k][i], fd);
+        }
+    cr_expect(scale > 1e-3, "a Hessian that is not ~0 (largest |H v| %g)", scale);
+    release_env(&e);
     clmad_context_release(ctx);
 }
 

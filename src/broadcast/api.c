@@ -31,12 +31,12 @@ static clmad_status check_parameter_type(clmad_context *ctx, clmad_kernel *k, co
     if (want != LOWER_PARAM_T && x->dtype != (clmad_dtype)want)
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "%s(%s): %s is %s, so input %d must be of dtype %s; it is %s",
                            call, k->fn_name, parameter(k, j, p, sizeof p), clmad__integer_type((clmad_dtype)want),
-                           j, clmad__dtype_name((clmad_dtype)want), clmad__dtype_name(x->dtype));
+                           j, clmad_dtype_name((clmad_dtype)want), clmad_dtype_name(x->dtype));
     if (want == LOWER_PARAM_T && x->dtype != CLMAD_F32 && x->dtype != CLMAD_F64)
         return clmad__fail(ctx, CLMAD_ERR_DTYPE,
                            "%s(%s): %s is T, so input %d must be a float tensor; it is %s (an integer tensor "
                            "binds a parameter declared int, long or uchar)",
-                           call, k->fn_name, parameter(k, j, p, sizeof p), j, clmad__dtype_name(x->dtype));
+                           call, k->fn_name, parameter(k, j, p, sizeof p), j, clmad_dtype_name(x->dtype));
     return CLMAD_OK;
 }
 
@@ -77,8 +77,8 @@ static clmad_status check_and_plan(clmad_context *ctx, clmad_kernel *k, clmad_te
         if (!clmad__kernel_integer(k, j) && inputs[j]->dtype != inputs[first]->dtype)
             return clmad__fail(ctx, CLMAD_ERR_DTYPE,
                                "%s(%s): input %d is %s but input %d is %s; inputs must share one dtype",
-                               call, k->fn_name, j, clmad__dtype_name(inputs[j]->dtype), first,
-                               clmad__dtype_name(inputs[first]->dtype));
+                               call, k->fn_name, j, clmad_dtype_name(inputs[j]->dtype), first,
+                               clmad_dtype_name(inputs[first]->dtype));
     char first_name[32];
     snprintf(first_name, sizeof first_name, "input %d", first);
     st = clmad__require_float(ctx, inputs[first], what, first_name);
@@ -134,6 +134,37 @@ clmad_status clmad_broadcast_partials(clmad_context *ctx, clmad_kernel *k,
     return clmad__bcast_run_partials(k, &plan, inputs, active, outputs, partials);
 }
 
+/* Each non-NULL tangent: of a T parameter (an integer one has none), of ctx,
+ * with its input's dtype and shape. */
+static clmad_status check_tangents(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+                                   clmad_tensor *const *tangents, const char *call)
+{
+    for (int j = 0; j < k->n_inputs; j++) {
+        const clmad_tensor *t = tangents[j], *x = inputs[j];
+        if (!t)
+            continue;
+        if (clmad__kernel_integer(k, j)) {
+            char p[64];
+            return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                               "%s(%s): tangent %d is given, but %s is an integer parameter, "
+                               "which has no tangent (pass NULL)",
+                               call, k->fn_name, j, parameter(k, j, p, sizeof p));
+        }
+        char what[160];
+        snprintf(what, sizeof what, "%s(%s)", call, k->fn_name);
+        clmad_status st = clmad__check_same_context(ctx, t, what, "tangent %d", j);
+        if (st != CLMAD_OK)
+            return st;
+        if (t->dtype != x->dtype)
+            return clmad__fail(ctx, CLMAD_ERR_DTYPE, "%s(%s): tangent %d has another dtype than its input",
+                               call, k->fn_name, j);
+        if (!clmad__same_shape(t, x))
+            return clmad__fail(ctx, CLMAD_ERR_SHAPE, "%s(%s): tangent %d must have the shape of input %d",
+                               call, k->fn_name, j, j);
+    }
+    return CLMAD_OK;
+}
+
 clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
                                  clmad_tensor *const *tangents, clmad_tensor **outputs,
                                  clmad_tensor **out_tangents)
@@ -147,33 +178,9 @@ clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, clmad_tens
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
                            "clmad_broadcast_jvp(%s): tangents, outputs and out_tangents must not be NULL",
                            k->fn_name);
-    for (int j = 0; j < k->n_inputs; j++) {
-        const clmad_tensor *t = tangents[j], *x = inputs[j];
-        if (!t)
-            continue;
-        if (clmad__kernel_integer(k, j)) {
-            char p[64];
-            return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
-                               "clmad_broadcast_jvp(%s): tangent %d is given, but %s is an integer parameter, "
-                               "which has no tangent (pass NULL)",
-                               k->fn_name, j, parameter(k, j, p, sizeof p));
-        }
-        char what[160];
-        snprintf(what, sizeof what, "clmad_broadcast_jvp(%s)", k->fn_name);
-        st = clmad__check_same_context(ctx, t, what, "tangent %d", j);
-        if (st != CLMAD_OK)
-            return st;
-        if (t->dtype != x->dtype)
-            return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_broadcast_jvp(%s): tangent %d has another dtype than its input",
-                               k->fn_name, j);
-        int same = t->ndim == x->ndim;
-        for (int d = 0; same && d < t->ndim; d++)
-            same = t->shape[d] == x->shape[d];
-        if (!same)
-            return clmad__fail(ctx, CLMAD_ERR_SHAPE,
-                               "clmad_broadcast_jvp(%s): tangent %d must have the shape of input %d",
-                               k->fn_name, j, j);
-    }
+    st = check_tangents(ctx, k, inputs, tangents, "clmad_broadcast_jvp");
+    if (st != CLMAD_OK)
+        return st;
     clmad_dtype dtype = clmad__bcast_dtype(k, inputs);
     clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0}, *dvalues[CLMAD_MAX_OUTPUTS] = {0};
     st = clmad__bcast_new_outputs(ctx, &plan, dtype, k->n_outputs, values);
@@ -196,4 +203,50 @@ clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, clmad_tens
     memcpy(outputs, values, (size_t)k->n_outputs * sizeof *outputs);
     memcpy(out_tangents, dvalues, (size_t)k->n_outputs * sizeof *out_tangents);
     return CLMAD_OK;
+}
+
+clmad_status clmad_broadcast_second(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+                                    clmad_tensor *const *tangents, const int *active, clmad_tensor **outputs,
+                                    clmad_tensor **out_tangents, clmad_tensor **partials,
+                                    clmad_tensor **partial_tangents)
+{
+    CLMAD_GUARD(ctx, "clmad_broadcast_second");
+    clmad_bcast_plan plan;
+    clmad_status st = check_and_plan(ctx, k, inputs, "clmad_broadcast_second", &plan);
+    if (st != CLMAD_OK)
+        return st;
+    if (!tangents || !outputs || !out_tangents || !partials || !partial_tangents)
+        return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                           "clmad_broadcast_second(%s): tangents, outputs, out_tangents, partials and "
+                           "partial_tangents must not be NULL", k->fn_name);
+    st = check_tangents(ctx, k, inputs, tangents, "clmad_broadcast_second");
+    if (st != CLMAD_OK)
+        return st;
+    for (int j = 0; active && j < k->n_inputs; j++)
+        if (active[j] && clmad__kernel_integer(k, j)) {
+            char p[64];
+            return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                               "clmad_broadcast_second(%s): active[%d] is set, but %s is an integer "
+                               "parameter, which has no partials",
+                               k->fn_name, j, parameter(k, j, p, sizeof p));
+        }
+    for (int j = 0; j < k->n_inputs; j++)
+        if (tangents[j] && active && !active[j])
+            return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                               "clmad_broadcast_second(%s): input %d has a tangent but is not active; an "
+                               "inactive input is a constant (give a NULL tangent)", k->fn_name, j);
+    /* A NULL tangent of an active input is zero: the kernel reads one. */
+    clmad_tensor *full[CLMAD_MAX_INPUTS] = {0}, *zeros[CLMAD_MAX_INPUTS] = {0};
+    for (int j = 0; j < k->n_inputs && st == CLMAD_OK; j++) {
+        full[j] = tangents[j];
+        if (!tangents[j] && (!active || active[j]) && !clmad__kernel_integer(k, j)) {
+            st = clmad_tensor_zeros(ctx, inputs[j]->dtype, inputs[j]->ndim, inputs[j]->shape, &zeros[j]);
+            full[j] = zeros[j];
+        }
+    }
+    if (st == CLMAD_OK)
+        st = clmad__bcast_run_second(k, &plan, inputs, full, active, outputs, out_tangents, partials,
+                                     partial_tangents);
+    clmad__release_all(zeros, k->n_inputs);
+    return st;
 }

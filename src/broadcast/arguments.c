@@ -10,6 +10,7 @@ const char *clmad__kernel_name(clmad_mode mode)
     case CLMAD_MODE_PARTIALS: return "clmad__bcast_partials";
     case CLMAD_MODE_JVP: return "clmad__bcast_jvp";
     case CLMAD_MODE_VJP: return "clmad__bcast_vjp";
+    case CLMAD_MODE_SECOND: return "clmad__bcast_second";
     default: return "clmad__bcast_stored";
     }
 }
@@ -51,9 +52,15 @@ int clmad__kernel_arguments(const clmad_variant *v, clmad_kernel_arg *args)
         for (int o = 0; o < v->n_outputs; o++)
             for (int s = 0; s < v->K; s++)
                 args[n++] = arg(CLMAD_ARG_PARTIAL, o, s, 0, 0);
-    if (v->mode == CLMAD_MODE_JVP)
+    if (v->mode == CLMAD_MODE_JVP || v->mode == CLMAD_MODE_SECOND)
         for (int o = 0; o < v->n_outputs; o++)
             args[n++] = arg(CLMAD_ARG_TANGENT_OUT, o, 0, 0, 0);
+    if (v->mode == CLMAD_MODE_SECOND)
+        for (int o = 0; o < v->n_outputs; o++)
+            for (int s = 0; s < v->K; s++) {
+                args[n++] = arg(CLMAD_ARG_PARTIAL, o, s, 0, 0);
+                args[n++] = arg(CLMAD_ARG_PARTIAL_T, o, s, 0, 0);
+            }
     if (v->mode == CLMAD_MODE_STORED) {
         for (int o = 0; o < v->n_outputs; o++)
             if (v->adj_mask & (1u << o))
@@ -66,6 +73,10 @@ int clmad__kernel_arguments(const clmad_variant *v, clmad_kernel_arg *args)
     if (v->mode == CLMAD_MODE_JVP)
         for (int j = 0; j < v->n_inputs; j++)
             if (v->slot[j])
+                args[n++] = arg(CLMAD_ARG_TANGENT_IN, 0, 0, j, 0);
+    if (v->mode == CLMAD_MODE_SECOND)
+        for (int j = 0; j < v->n_inputs; j++)
+            if (v->slot[j] != -1)
                 args[n++] = arg(CLMAD_ARG_TANGENT_IN, 0, 0, j, 0);
     int strided = 0;
     for (int j = 0; j < v->n_inputs; j++)
@@ -99,6 +110,7 @@ static const struct {
     [CLMAD_ARG_TANGENT_IN] = {",\n    __global const real *restrict clmad__tx%d", "j"},
     [CLMAD_ARG_DIM] = {", ulong clmad__dim%d", "d"},
     [CLMAD_ARG_STRIDE] = {", ulong clmad__s%d_%d", "jd"},
+    [CLMAD_ARG_PARTIAL_T] = {",\n    __global real *restrict clmad__pt%d_%d", "os"},
 };
 
 static int index_of(const clmad_kernel_arg *a, char which)

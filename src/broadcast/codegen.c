@@ -37,6 +37,8 @@ static void emit_prelude(clmad_strbuf *sb, const clmad_variant *v)
     clmad__sb_append(sb, "#pragma OPENCL FP_CONTRACT OFF\n");
     if (dbl)
         clmad__sb_append(sb, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
+    if (v->mode == CLMAD_MODE_SECOND)
+        clmad__sb_append(sb, "#define CLMAD_ORDER 2\n");
     clmad__sb_printf(sb, "#define CLMAD_K %d\n#define CLMAD_FOR_EACH_PARTIAL(X)", v->K);
     for (int i = 0; i < v->K; i++)
         clmad__sb_printf(sb, " X(%d)", i);
@@ -56,9 +58,18 @@ static void emit_helpers(clmad_strbuf *sb, const clmad_variant *v)
         if (v->mode == CLMAD_MODE_PARTIALS || v->mode == CLMAD_MODE_VJP)
             clmad__sb_printf(sb, "AD_INLINE T clmad__seed%d(real x) { T r = ad_const(x); r.d%d = (real)1; "
                                  "return r; }\n", s, s);
+        if (v->mode == CLMAD_MODE_SECOND)
+            clmad__sb_printf(sb, "AD_INLINE real clmad__dt%d(T a) { return a.dt%d; }\n"
+                                 "AD_INLINE T clmad__seed%d(real x, real t) { T r = ad_const(x); r.t = t; "
+                                 "r.d%d = (real)1; return r; }\n", s, s, s, s);
     }
+    if (v->mode == CLMAD_MODE_SECOND)
+        clmad__sb_append(sb, "AD_INLINE real clmad__t(T a) { return a.t; }\n");
     if (v->mode == CLMAD_MODE_JVP)
         clmad__sb_append(sb, "AD_INLINE T clmad__tangent(real x, real t) { T r = ad_const(x); r.d0 = t; "
+                             "return r; }\n");
+    if (v->mode == CLMAD_MODE_SECOND)
+        clmad__sb_append(sb, "AD_INLINE T clmad__tangent(real x, real t) { T r = ad_const(x); r.t = t; "
                              "return r; }\n");
 }
 

@@ -12,11 +12,15 @@ typedef enum clmad_mode {
     CLMAD_MODE_PARTIALS = 'P',  /* values + the partials of this chunk's inputs */
     CLMAD_MODE_JVP = 'J',       /* values + one directional derivative */
     CLMAD_MODE_VJP = 'G',       /* backward: per chunk slot s, g_s (+)= sum_o adj_o * d out_o/d slot s */
-    CLMAD_MODE_STORED = 'S'     /* STORE backward: as VJP, with stored partials p_o_s for the
+    CLMAD_MODE_STORED = 'S',    /* STORE backward: as VJP, with stored partials p_o_s for the
                                    derivatives (no inputs, no user function) */
+    CLMAD_MODE_SECOND = 'H'     /* second order (CLMAD_ORDER 2): as PARTIALS, each seeded input
+                                   with a tangent; also the values' tangents and the partials'
+                                   directional derivatives along it */
 } clmad_mode;
 
 enum { CLMAD_ROWS_CROSSING = 1, CLMAD_ROWS_ALIGNED = 2 };
+enum { CLMAD_SLOT_TANGENT_ONLY = -2 };
 
 /* A strided input's step along the last collapsed dimension, as the
  * generated source knows it: read from the stride arguments, or known to
@@ -39,7 +43,9 @@ typedef struct clmad_variant {
                                            CLMAD_U8) of an integer parameter, read and passed as
                                            int, long, uchar, never seeded */
     char last_step[CLMAD_MAX_INPUTS];   /* strided input j (nd > 0): CLMAD_STEP_* */
-    signed char slot[CLMAD_MAX_INPUTS]; /* PARTIALS: slot seeded by input j, or -1;
+    signed char slot[CLMAD_MAX_INPUTS]; /* PARTIALS, SECOND: slot seeded by input j, or -1;
+                                           SECOND: CLMAD_SLOT_TANGENT_ONLY for an input with a
+                                           tangent whose partial another chunk computes;
                                            JVP: 1 if input j has a tangent, else 0 */
     int write_values;                   /* 0 for the second and later chunks */
     unsigned adj_mask;                  /* VJP, STORED: bit o set when output o has an adjoint */
@@ -56,8 +62,10 @@ typedef struct clmad_variant {
  * the signature codegen writes (clmad__emit_signature) and the arguments
  * the launcher sets (launch.c). Every list starts with the element count;
  * then
- *   PRIMAL, PARTIALS, JVP: VALUE o, PARTIALS: PARTIAL o s (output-major) |
- *     JVP: TANGENT_OUT o;  INPUT j;  JVP: TANGENT_IN j where slot[j];
+ *   PRIMAL, PARTIALS, JVP, SECOND: VALUE o, PARTIALS: PARTIAL o s
+ *     (output-major) | JVP: TANGENT_OUT o | SECOND: TANGENT_OUT o, PARTIAL o s,
+ *     PARTIAL_T o s;  INPUT j;  JVP: TANGENT_IN j where slot[j] |
+ *     SECOND: TANGENT_IN j where slot[j] != -1;
  *   VJP and STORED: ADJ o for the outputs in adj_mask, each followed by its
  *     ADJ_SCALE where adj_scaled has its bit;  GRAD s;  VJP: INPUT j;
  *     STORED: STORED o s for the outputs in adj_mask (no inputs);
@@ -74,7 +82,8 @@ typedef enum clmad_arg_kind {
     CLMAD_ARG_INPUT,       /* input j */
     CLMAD_ARG_TANGENT_IN,  /* input j's tangent */
     CLMAD_ARG_DIM,         /* ulong: collapsed dimension d */
-    CLMAD_ARG_STRIDE       /* ulong: input j's element stride over dimension d */
+    CLMAD_ARG_STRIDE,      /* ulong: input j's element stride over dimension d */
+    CLMAD_ARG_PARTIAL_T    /* SECOND: the directional derivative of PARTIAL o s (written) */
 } clmad_arg_kind;
 
 typedef struct clmad_kernel_arg {
@@ -82,10 +91,11 @@ typedef struct clmad_kernel_arg {
     unsigned char o, s, j, d;
 } clmad_kernel_arg;
 
-/* The longest list: PARTIALS with every input strided (VJP, JVP and
- * STORED take fewer). */
-#define CLMAD_MAX_KERNEL_ARGS \
-    (1 + CLMAD_MAX_OUTPUTS * (1 + CLMAD_MAX_INPUTS) + CLMAD_MAX_INPUTS + CLMAD_MAX_DIMS * (1 + CLMAD_MAX_INPUTS))
+/* The longest list: SECOND with every input strided (the other modes take
+ * fewer). */
+#define CLMAD_MAX_KERNEL_ARGS                                                          \
+    (1 + CLMAD_MAX_OUTPUTS * (2 + 2 * CLMAD_MAX_INPUTS) + 2 * CLMAD_MAX_INPUTS + \
+     CLMAD_MAX_DIMS * (1 + CLMAD_MAX_INPUTS))
 
 /* Fills args (CLMAD_MAX_KERNEL_ARGS entries) with the arguments of the
  * kernel that v generates, in order; returns how many. */
@@ -143,7 +153,7 @@ void clmad__unmacro(clmad_strbuf *sb, const char *const *words);
 void clmad__remacro(clmad_strbuf *sb, const char *const *words);
 
 /* Name of the generated kernel: clmad__bcast_<mode> (primal, partials,
- * jvp, vjp, stored), in the reserved prefix (no user function can take
+ * jvp, vjp, stored, second), in the reserved prefix (no user function can take
  * it), so that profilers and POCL's kernel cache tell them apart
  * (scripts/check-vector.sh reads the latter). */
 const char *clmad__kernel_name(clmad_mode mode);

@@ -193,10 +193,17 @@ void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v)
     /* Inputs through the helpers of emit_helpers: the wrapper names no
      * field of T. */
     for (int j = 0; j < v->n_inputs; j++) {
-        const int seeded = (v->mode == CLMAD_MODE_PARTIALS || v->mode == CLMAD_MODE_VJP) && v->slot[j] >= 0;
-        const int tangent = v->mode == CLMAD_MODE_JVP && v->slot[j];
+        /* An integer parameter is read as it is: no seed, no tangent. */
+        const int seeded = !v->integer[j] &&
+                           (v->mode == CLMAD_MODE_PARTIALS || v->mode == CLMAD_MODE_VJP ||
+                            v->mode == CLMAD_MODE_SECOND) && v->slot[j] >= 0;
+        const int tangent = !v->integer[j] &&
+                            ((v->mode == CLMAD_MODE_JVP && v->slot[j]) ||
+                             (v->mode == CLMAD_MODE_SECOND && v->slot[j] != -1));
         if (v->integer[j])
             clmad__sb_printf(sb, "    const %s clmad__a%d = clmad__x%d[", clmad__input_type(v, j), j, j);
+        else if (seeded && tangent)
+            clmad__sb_printf(sb, "    T clmad__a%d = clmad__seed%d(clmad__x%d[", j, v->slot[j], j);
         else if (seeded)
             clmad__sb_printf(sb, "    T clmad__a%d = clmad__seed%d(clmad__x%d[", j, v->slot[j], j);
         else if (tangent)
@@ -228,6 +235,14 @@ void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v)
                 clmad__sb_printf(sb, "    clmad__p%d_%d[clmad__e] = clmad__d%d(clmad__b%d);\n", o, s, s, o);
         if (v->mode == CLMAD_MODE_JVP)
             clmad__sb_printf(sb, "    clmad__ty%d[clmad__e] = clmad__d0(clmad__b%d);\n", o, o);
+        if (v->mode == CLMAD_MODE_SECOND) {
+            if (v->write_values)
+                clmad__sb_printf(sb, "    clmad__ty%d[clmad__e] = clmad__t(clmad__b%d);\n", o, o);
+            for (int s = 0; s < v->K; s++)
+                clmad__sb_printf(sb, "    clmad__p%d_%d[clmad__e] = clmad__d%d(clmad__b%d);\n"
+                                     "    clmad__pt%d_%d[clmad__e] = clmad__dt%d(clmad__b%d);\n",
+                                 o, s, s, o, o, s, s, o);
+        }
     }
     clmad__sb_append(sb, "    }\n}\n");
 }

@@ -26,7 +26,7 @@ void clmad__bcast_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, c
     for (int j = 0; j < k->n_inputs; j++) {
         v->access[j] = (char)plan->access[j];
         v->integer[j] = clmad__kernel_integer(k, j) ? (char)k->params[j].dtype : 0;
-        v->slot[j] = mode == CLMAD_MODE_PARTIALS || mode == CLMAD_MODE_VJP ? -1 : 0;
+        v->slot[j] = mode == CLMAD_MODE_PARTIALS || mode == CLMAD_MODE_VJP || mode == CLMAD_MODE_SECOND ? -1 : 0;
         if (v->nd > 0 && plan->access[j] == CLMAD_ACCESS_STRIDED) {
             size_t step = plan->strides[j][plan->nd - 1];
             v->last_step[j] = (char)(step == 0 ? CLMAD_STEP_ZERO : step == 1 ? CLMAD_STEP_ONE : CLMAD_STEP_ARGUMENT);
@@ -80,14 +80,19 @@ static uint64_t launch_bytes(const clmad_variant *v, const clmad_bcast_plan *pla
             arrays += (uint64_t)v->n_outputs * (uint64_t)v->K;
         if (v->mode == CLMAD_MODE_JVP)
             arrays += (uint64_t)v->n_outputs;
+        if (v->mode == CLMAD_MODE_SECOND)
+            arrays += (uint64_t)v->n_outputs * (uint64_t)(2 * v->K + (v->write_values ? 1 : 0));
     }
     if (v->mode != CLMAD_MODE_STORED)
         for (int j = 0; j < v->n_inputs; j++) {
             uint64_t size = v->access[j] == CLMAD_ACCESS_FULL ? n : a->inputs[j]->numel;
-            if (v->integer[j])
+            if (v->integer[j]) {
                 integer_bytes += size * clmad_dtype_size((clmad_dtype)v->integer[j]);
-            else
-                small += size * (v->mode == CLMAD_MODE_JVP && v->slot[j] ? 2 : 1);
+                continue;
+            }
+            const int with_tangent = (v->mode == CLMAD_MODE_JVP && v->slot[j]) ||
+                                     (v->mode == CLMAD_MODE_SECOND && v->slot[j] != -1);
+            small += size * (with_tangent ? 2 : 1);
         }
     return (arrays * n + small) * clmad_dtype_size(v->dtype) + integer_bytes;
 }
@@ -99,7 +104,9 @@ static const cl_mem *buffer_of(const clmad_kernel_arg *x, const clmad_variant *v
     case CLMAD_ARG_VALUE:
     case CLMAD_ARG_ADJ: return &a->values[x->o]->mem;
     case CLMAD_ARG_PARTIAL: return &a->derivs[x->o * v->K + x->s]->mem;
-    case CLMAD_ARG_TANGENT_OUT: return &a->derivs[x->o]->mem;
+    case CLMAD_ARG_TANGENT_OUT:
+        return v->mode == CLMAD_MODE_SECOND ? &a->out_tangents[x->o]->mem : &a->derivs[x->o]->mem;
+    case CLMAD_ARG_PARTIAL_T: return &a->deriv_tangents[x->o * v->K + x->s]->mem;
     case CLMAD_ARG_ADJ_SCALE: return &a->adj_scales[x->o]->mem;
     case CLMAD_ARG_GRAD: return &a->derivs[x->s]->mem;
     case CLMAD_ARG_STORED: return &a->stored[x->o * v->K + x->s]->mem;
@@ -201,5 +208,70 @@ clmad_status clmad__bcast_run_partials(clmad_kernel *k, const clmad_bcast_plan *
     }
     memcpy(outputs, values, (size_t)n_out * sizeof *outputs);
     memcpy(partials, parts, (size_t)(n_out * n_in) * sizeof *partials);
+    return CLMAD_OK;
+}
+
+clmad_status clmad__bcast_run_second(clmad_kernel *k, const clmad_bcast_plan *plan, clmad_tensor *const *inputs,
+                                     clmad_tensor *const *tangents, const int *active, clmad_tensor **outputs,
+                                     clmad_tensor **out_tangents, clmad_tensor **partials,
+                                     clmad_tensor **partial_tangents)
+{
+    clmad_context *ctx = k->ctx;
+    int n_in = k->n_inputs, n_out = k->n_outputs;
+    int act[CLMAD_MAX_INPUTS], n_active = 0;
+    for (int j = 0; j < n_in; j++)
+        if ((!active || active[j]) && !clmad__kernel_integer(k, j))
+            act[n_active++] = j;
+
+    clmad_dtype dtype = clmad__bcast_dtype(k, inputs);
+    clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0}, *dvalues[CLMAD_MAX_OUTPUTS] = {0};
+    clmad_tensor *parts[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS] = {0};
+    clmad_tensor *tparts[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS] = {0};
+    clmad_status st;
+    if (n_active == 0) {
+        /* Nothing varies: the values' tangents are 0. */
+        st = clmad__bcast_primal(k, plan, inputs, values);
+        for (int o = 0; o < n_out && st == CLMAD_OK; o++)
+            st = clmad_tensor_zeros(ctx, dtype, plan->out_ndim, plan->out_shape, &dvalues[o]);
+    } else {
+        st = clmad__bcast_new_outputs(ctx, plan, dtype, n_out, values);
+        if (st == CLMAD_OK)
+            st = clmad__bcast_new_outputs(ctx, plan, dtype, n_out, dvalues);
+        for (int o = 0; o < n_out && st == CLMAD_OK; o++)
+            for (int a = 0; a < n_active && st == CLMAD_OK; a++) {
+                st = clmad__bcast_new_outputs(ctx, plan, dtype, 1, &parts[o * n_in + act[a]]);
+                if (st == CLMAD_OK)
+                    st = clmad__bcast_new_outputs(ctx, plan, dtype, 1, &tparts[o * n_in + act[a]]);
+            }
+    }
+    clmad_chunks c = clmad__chunks(act, n_active, clmad_chunk_cap(ctx));
+    while (st == CLMAD_OK && plan->numel > 0 && clmad__next_chunk(&c)) {
+        clmad_variant v;
+        clmad__bcast_variant(k, plan, dtype, CLMAD_MODE_SECOND, &v);
+        clmad_tensor *chunk_parts[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS];
+        clmad_tensor *chunk_tparts[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS];
+        clmad__chunk_seed(&c, &v, parts, chunk_parts);
+        clmad__chunk_seed(&c, &v, tparts, chunk_tparts);
+        /* Every chunk carries every active input's tangent: the second
+         * derivative of a partial mixes all directions. */
+        for (int j = 0; j < n_in; j++)
+            if (v.slot[j] < 0 && (!active || active[j]) && !clmad__kernel_integer(k, j))
+                v.slot[j] = CLMAD_SLOT_TANGENT_ONLY;
+        v.write_values = c.first == 0;
+        clmad_launch_args a = {.values = values, .derivs = chunk_parts, .inputs = inputs, .tangents = tangents,
+                               .out_tangents = dvalues, .deriv_tangents = chunk_tparts};
+        st = clmad__bcast_launch(k, &v, plan, &a);
+    }
+    if (st != CLMAD_OK) {
+        clmad__release_all(values, n_out);
+        clmad__release_all(dvalues, n_out);
+        clmad__release_all(parts, n_out * n_in);
+        clmad__release_all(tparts, n_out * n_in);
+        return st;
+    }
+    memcpy(outputs, values, (size_t)n_out * sizeof *outputs);
+    memcpy(out_tangents, dvalues, (size_t)n_out * sizeof *out_tangents);
+    memcpy(partials, parts, (size_t)(n_out * n_in) * sizeof *partials);
+    memcpy(partial_tangents, tparts, (size_t)(n_out * n_in) * sizeof *partial_tangents);
     return CLMAD_OK;
 }

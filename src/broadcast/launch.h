@@ -16,6 +16,8 @@ typedef struct clmad_launch_args {
     clmad_tensor *const *tangents; /* JVP only: n_inputs, NULL entries skipped */
     clmad_tensor **adj_scales;     /* VJP, STORED: per output, the scale of a scaled adjoint */
     clmad_tensor **stored;         /* STORED: the partials, n_outputs * K (output-major) */
+    clmad_tensor **out_tangents;   /* SECOND: n_outputs tangents of the values */
+    clmad_tensor **deriv_tangents; /* SECOND: n_outputs * K, the partials' directional derivatives */
 } clmad_launch_args;
 
 /* The dtype of a call of k: its T inputs' (integer parameters have their own). */
@@ -49,5 +51,12 @@ clmad_status clmad__bcast_primal(clmad_kernel *k, const clmad_bcast_plan *plan,
 clmad_status clmad__bcast_run_partials(clmad_kernel *k, const clmad_bcast_plan *plan,
                                        clmad_tensor *const *inputs, const int *active,
                                        clmad_tensor **outputs, clmad_tensor **partials);
+
+/* Second order (see clmad_broadcast_second) over a checked plan; tangents
+ * holds one tensor per active input (of its shape), others unread. */
+clmad_status clmad__bcast_run_second(clmad_kernel *k, const clmad_bcast_plan *plan, clmad_tensor *const *inputs,
+                                     clmad_tensor *const *tangents, const int *active, clmad_tensor **outputs,
+                                     clmad_tensor **out_tangents, clmad_tensor **partials,
+                                     clmad_tensor **partial_tangents);
 
 #endif

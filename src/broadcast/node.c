@@ -242,3 +242,13 @@ clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tens
     memcpy(outputs, values, (size_t)k->n_outputs * sizeof *outputs);
     return CLMAD_OK;
 }
+
+int clmad__bcast_node(const clmad_node *node, clmad_kernel **k, uint64_t *active)
+{
+    if (node->backward != bcast_backward || !node->data)
+        return 0;
+    const bcast_data *d = node->data;
+    *k = d->k;
+    *active = d->active;
+    return 1;
+}

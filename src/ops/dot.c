@@ -83,7 +83,7 @@ clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clm
         return st;
     if (a->dtype != b->dtype)
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_dot: a is %s, b is %s",
-                           clmad__dtype_name(a->dtype), clmad__dtype_name(b->dtype));
+                           clmad_dtype_name(a->dtype), clmad_dtype_name(b->dtype));
     int same = a->ndim == b->ndim;
     for (int d = 0; same && d < a->ndim; d++)
         same = a->shape[d] == b->shape[d];
@@ -102,4 +102,9 @@ clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clm
         return st;
     clmad_tensor *in[2] = {a, b};
     return clmad__finish_op(ctx, "clmad_dot", dot_backward, in, 2, y, NULL, NULL, st, out);
+}
+
+int clmad__dot_node(const clmad_node *node)
+{
+    return node->backward == dot_backward;
 }

@@ -65,7 +65,7 @@ clmad_status clmad__check_indices(clmad_context *ctx, const char *call, const ch
         return st;
     if (idx->dtype != CLMAD_I64)
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "%s: %s is %s; indices are i64 tensors (CLMAD_I64)", call, what,
-                           clmad__dtype_name(idx->dtype));
+                           clmad_dtype_name(idx->dtype));
     if (idx->numel == 0)
         return CLMAD_OK;
     clmad_tensor *flag = NULL;

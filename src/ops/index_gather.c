@@ -130,8 +130,8 @@ clmad_status clmad_scatter_add(clmad_context *ctx, clmad_tensor *x, int axis, cl
     if (st == CLMAD_OK)
         st = clmad__check_same_context(ctx, index, call, "index");
     if (st == CLMAD_OK && src->dtype != x->dtype)
-        st = clmad__fail(ctx, CLMAD_ERR_DTYPE, "%s: x is %s and src is %s", call, clmad__dtype_name(x->dtype),
-                         clmad__dtype_name(src->dtype));
+        st = clmad__fail(ctx, CLMAD_ERR_DTYPE, "%s: x is %s and src is %s", call, clmad_dtype_name(x->dtype),
+                         clmad_dtype_name(src->dtype));
     clmad_axis_view v;
     if (st == CLMAD_OK)
         st = clmad__axis_view(ctx, call, x, axis, &v);

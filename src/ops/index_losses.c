@@ -27,7 +27,7 @@ static clmad_status check_labels(clmad_context *ctx, const char *call, clmad_ten
         return st;
     if (clmad__dtype_is_float(labels->dtype))
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "%s: labels are %s; class labels are integer tensors (i64, i32, u8)",
-                           call, clmad__dtype_name(labels->dtype));
+                           call, clmad_dtype_name(labels->dtype));
     if (logits->ndim == 0 || logits->shape[logits->ndim - 1] == 0)
         return clmad__fail(ctx, CLMAD_ERR_SHAPE, "%s: logits need a last axis of classes (rank %d%s)", call,
                            logits->ndim, logits->ndim ? ", 0 classes" : "");

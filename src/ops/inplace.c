@@ -18,7 +18,7 @@ clmad_status clmad_tensor_axpby(clmad_tensor *y, double alpha, clmad_tensor *x, 
         return st;
     if (x && x->dtype != y->dtype)
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_tensor_axpby: y is %s, x %s",
-                           clmad__dtype_name(y->dtype), clmad__dtype_name(x->dtype));
+                           clmad_dtype_name(y->dtype), clmad_dtype_name(x->dtype));
     if (x && !clmad__same_shape(x, y))
         return clmad__fail(ctx, CLMAD_ERR_SHAPE, "clmad_tensor_axpby: x and y have different shapes");
     st = clmad__check_writable(y, "clmad_tensor_axpby", "y");

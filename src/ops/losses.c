@@ -68,7 +68,7 @@ static clmad_status check_pair(clmad_context *ctx, const char *name, clmad_tenso
         st = clmad__require_float(ctx, a, name, an);
     if (st == CLMAD_OK && a->dtype != b->dtype)
         st = clmad__fail(ctx, CLMAD_ERR_DTYPE, "%s: %s is %s and %s is %s", name, an,
-                         clmad__dtype_name(a->dtype), bn, clmad__dtype_name(b->dtype));
+                         clmad_dtype_name(a->dtype), bn, clmad_dtype_name(b->dtype));
     return st;
 }
 

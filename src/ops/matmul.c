@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* clmad_matmul: C = op(A) op(B) through CLBlast; its adjoint is product.c's. */
+/* clmad_matmul: C = op(A) op(B) through CLBlast; its adjoint is product.c's.
+ * Other ranks go to matmul_nd.c; two 2-d operands stay on this path. */
 #include "ops/ops.h"
 #include "runtime/context_guard.h"
 
@@ -10,9 +11,8 @@ clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, 
     clmad_status st = clmad__check_operands(ctx, "clmad_matmul", a, b, out);
     if (st != CLMAD_OK)
         return st;
-    if (a->ndim != 2 || b->ndim != 2)
-        return clmad__fail(ctx, CLMAD_ERR_SHAPE, "clmad_matmul: operands must be 2-d (ranks %d and %d)",
-                           a->ndim, b->ndim);
+    if (a->ndim != 2 || b->ndim != 2) /* batches and vectors: NumPy's rules */
+        return clmad__matmul_nd(ctx, a, b, trans_a, trans_b, out);
     if (a->dtype != b->dtype)
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_matmul: operands of different dtypes");
     st = clmad__require_float(ctx, a, "clmad_matmul", "a");

@@ -43,11 +43,34 @@ clmad_status clmad__product_backward(clmad_context *ctx, clmad_node *node);
 clmad_status clmad__finish_product(clmad_context *ctx, const char *name, clmad_tensor *a, clmad_tensor *b,
                                    int ta, int tb, clmad_tensor *c, clmad_status st, clmad_tensor **out);
 
+/* clmad_matmul for operands other than two 2-d ones (matmul_nd.c): NumPy's
+ * rules, batches broadcast; after clmad__check_operands. */
+clmad_status clmad__matmul_nd(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a, int trans_b,
+                              clmad_tensor **out);
+
 /* Ends an operation with the one output y made with status st: on success
  * records its node when the inputs need gradients (data, may be NULL, goes
  * to the node) and hands y to *out; otherwise, or when recording fails,
  * releases y. data is freed with free_data on every path where no node
  * takes it. */
+/* Which shape operation node is (CLMAD_SHAPE_NONE: none), with its axis
+ * (slice, concat), start (slice) and perm (transpose, CLMAD_MAX_DIMS). */
+typedef enum clmad_shape_op {
+    CLMAD_SHAPE_NONE,
+    CLMAD_SHAPE_SLICE,
+    CLMAD_SHAPE_CONCAT,
+    CLMAD_SHAPE_RESHAPE,
+    CLMAD_SHAPE_TRANSPOSE
+} clmad_shape_op;
+clmad_shape_op clmad__shape_node(const clmad_node *node, int *axis, size_t *start, int *perm);
+
+/* 1 if node is clmad_dot's. */
+int clmad__dot_node(const clmad_node *node);
+
+/* 1 if node is clmad_sum's or clmad_mean's: reduce[d] (CLMAD_MAX_DIMS
+ * entries) is 1 for a summed axis of the input, *scale 1 or 1/count. */
+int clmad__sum_node(const clmad_node *node, int *reduce, double *scale);
+
 clmad_status clmad__finish_op(clmad_context *ctx, const char *name, clmad_backward_fn backward,
                               clmad_tensor *const *ins, int n, clmad_tensor *y, void *data,
                               void (*free_data)(clmad_node *node), clmad_status st, clmad_tensor **out);

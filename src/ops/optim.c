@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Optimizers: SGD with momentum, Adam and AdamW as one fused in-place
- * kernel per parameter (cl/train.cl), their state owned by the optimizer. */
+/* Optimizers: SGD with momentum, Adam and AdamW as fused in-place kernels
+ * (cl/train.cl), up to CLMAD_OPTIM_SLOTS parameters per launch
+ * (optim_group.c), their state owned by the optimizer. */
+#include "ops/optim.h"
 #include "runtime/primitives.h"
 #include "runtime/scope.h"
 #include "tape/tape.h"
@@ -9,16 +11,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-struct clmad_optimizer {
-    clmad_context *ctx;
-    clmad_optimizer_options opt;
-    int n;
-    uint64_t steps;          /* clmad_optimizer_step calls past their checks */
-    uint64_t *param_steps;   /* n: the steps each parameter took (PyTorch's state['step']) */
-    clmad_tensor **params;   /* n, retained */
-    clmad_tensor **state;    /* 2 n: SGD the velocity (NULL without momentum); Adam m, v */
-};
 
 void clmad_optimizer_options_init(clmad_optimizer_options *opt, clmad_optimizer_kind kind)
 {
@@ -90,7 +82,7 @@ clmad_status clmad_optimizer_create(clmad_context *ctx, const clmad_optimizer_op
         st = clmad__check_same_context(ctx, params[i], "clmad_optimizer_create", "params[%d]", i);
         if (st == CLMAD_OK && !clmad__dtype_is_float(params[i]->dtype))
             st = clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_optimizer_create: params[%d] is an integer tensor (%s)",
-                             i, clmad__dtype_name(params[i]->dtype));
+                             i, clmad_dtype_name(params[i]->dtype));
         if (st == CLMAD_OK) {
             char what[32];
             snprintf(what, sizeof what, "params[%d]", i);
@@ -167,22 +159,6 @@ clmad_status clmad_optimizer_adamw(clmad_context *ctx, clmad_tensor *const *para
     return clmad_optimizer_create(ctx, &opt, params, n, out);
 }
 
-/* A kernel argument of the parameters' dtype. */
-typedef union real_arg {
-    float f;
-    double d;
-} real_arg;
-
-static real_arg real_of(clmad_dtype dtype, double x)
-{
-    real_arg r;
-    if (dtype == CLMAD_F64)
-        r.d = x;
-    else
-        r.f = (float)x;
-    return r;
-}
-
 static clmad_status step_one(clmad_optimizer *o, int i)
 {
     clmad_context *ctx = o->ctx;
@@ -197,7 +173,8 @@ static clmad_status step_one(clmad_optimizer *o, int i)
         st = clmad__cached_kernel(ctx, dt, CLMAD_TRAIN_SGD, &k);
         if (st != CLMAD_OK)
             return st;
-        real_arg lr = real_of(dt, q->lr), mu = real_of(dt, q->momentum), wd = real_of(dt, q->weight_decay);
+        clmad_real_arg lr = clmad__real_of(dt, q->lr), mu = clmad__real_of(dt, q->momentum),
+                       wd = clmad__real_of(dt, q->weight_decay);
         cl_int has_v = s0 != NULL, nesterov = q->nesterov != 0;
         const size_t sizes[9] = {sizeof(cl_mem), sizeof(cl_mem), sizeof(cl_mem), sizeof n, rs, rs, rs,
                                  sizeof has_v, sizeof nesterov};
@@ -210,15 +187,12 @@ static clmad_status step_one(clmad_optimizer *o, int i)
     st = clmad__cached_kernel(ctx, dt, CLMAD_TRAIN_ADAM, &k);
     if (st != CLMAD_OK)
         return st;
-    /* Bias correction by the steps this parameter took, not the
-     * optimizer's: a parameter whose first gradient comes late starts at
-     * t = 1, as PyTorch's per-parameter state['step'] does. */
-    const double t = (double)o->param_steps[i];
-    const double bc1 = 1 - pow(q->beta1, t), bc2 = 1 - pow(q->beta2, t);
-    real_arg step_size = real_of(dt, q->lr / bc1), b1 = real_of(dt, q->beta1), c1 = real_of(dt, 1 - q->beta1),
-             b2 = real_of(dt, q->beta2), c2 = real_of(dt, 1 - q->beta2), sb = real_of(dt, sqrt(bc2)),
-             eps = real_of(dt, q->eps), wd = real_of(dt, q->weight_decay),
-             decay = real_of(dt, 1 - q->lr * q->weight_decay);
+    clmad_real_arg step_size, sb;
+    clmad__adam_corrections(o, i, &step_size, &sb);
+    clmad_real_arg b1 = clmad__real_of(dt, q->beta1), c1 = clmad__real_of(dt, 1 - q->beta1),
+                   b2 = clmad__real_of(dt, q->beta2), c2 = clmad__real_of(dt, 1 - q->beta2),
+                   eps = clmad__real_of(dt, q->eps), wd = clmad__real_of(dt, q->weight_decay),
+                   decay = clmad__real_of(dt, 1 - q->lr * q->weight_decay);
     cl_int decoupled = q->kind == CLMAD_OPTIM_ADAMW;
     const size_t sizes[15] = {sizeof(cl_mem), sizeof(cl_mem), sizeof(cl_mem), sizeof(cl_mem), sizeof n, rs, rs,
                               rs, rs, rs, rs, rs, rs, rs, sizeof decoupled};
@@ -242,15 +216,25 @@ clmad_status clmad_optimizer_step(clmad_optimizer *o)
             return st;
     }
     o->steps++;
+    for (int i = 0; i < o->n; i++)
+        if (o->params[i]->grad && o->params[i]->numel > 0)
+            o->param_steps[i]++; /* no gradient: left as it is, its step count too, as in PyTorch */
+    if (!o->per_parameter)
+        return clmad__optimizer_step_grouped(o);
     for (int i = 0; i < o->n; i++) {
         if (!o->params[i]->grad || o->params[i]->numel == 0)
-            continue; /* no gradient: left as it is, its step count too, as in PyTorch */
-        o->param_steps[i]++;
+            continue;
         clmad_status st = step_one(o, i);
         if (st != CLMAD_OK)
             return st;
     }
     return CLMAD_OK;
+}
+
+void clmad__optimizer_launch_per_parameter(clmad_optimizer *o, int on)
+{
+    if (o)
+        o->per_parameter = on != 0;
 }
 
 void clmad_optimizer_zero_grad(clmad_optimizer *o)

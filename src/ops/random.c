@@ -56,7 +56,7 @@ static clmad_status rand_tensor(clmad_context *ctx, const char *call, clmad_dtyp
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: out is NULL", call);
     if (clmad_dtype_size(dtype) && !clmad__dtype_is_float(dtype))
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "%s: dtype %s is an integer type; random values are f32 or f64",
-                           call, clmad__dtype_name(dtype));
+                           call, clmad_dtype_name(dtype));
     if (isnan(a) || isnan(b) || b < 0)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
                            normal ? "%s: mean %g and std %g must be numbers, std >= 0"

@@ -250,3 +250,21 @@ clmad_status clmad_transpose(clmad_context *ctx, clmad_tensor *x, const int *per
     }
     return clmad__finish_op(ctx, "clmad_transpose", transpose_backward, &x, 1, y, d, clmad__free_node_data, st, out);
 }
+
+clmad_shape_op clmad__shape_node(const clmad_node *node, int *axis, size_t *start, int *perm)
+{
+    /* The kind first, by the backward: only a shape node's data is a shape_data. */
+    const clmad_shape_op op = node->backward == reshape_backward     ? CLMAD_SHAPE_RESHAPE
+                              : node->backward == slice_backward     ? CLMAD_SHAPE_SLICE
+                              : node->backward == concat_backward    ? CLMAD_SHAPE_CONCAT
+                              : node->backward == transpose_backward ? CLMAD_SHAPE_TRANSPOSE
+                                                                     : CLMAD_SHAPE_NONE;
+    const shape_data *d = node->data;
+    if (op == CLMAD_SHAPE_NONE || op == CLMAD_SHAPE_RESHAPE || !d)
+        return op == CLMAD_SHAPE_RESHAPE || d ? op : CLMAD_SHAPE_NONE;
+    *axis = d->axis;
+    *start = d->start;
+    for (int i = 0; i < CLMAD_MAX_DIMS; i++)
+        perm[i] = d->perm[i];
+    return op;
+}

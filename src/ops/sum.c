@@ -112,3 +112,14 @@ clmad_status clmad_mean(clmad_context *ctx, clmad_tensor *x, int naxes, const in
     CLMAD_GUARD(ctx, "clmad_mean");
     return reduce_op(ctx, "clmad_mean", x, naxes, axes, keepdims, 1, out);
 }
+
+int clmad__sum_node(const clmad_node *node, int *reduce, double *scale)
+{
+    if (node->backward != sum_backward || !node->data)
+        return 0;
+    const sum_data *d = node->data;
+    for (int i = 0; i < CLMAD_MAX_DIMS; i++)
+        reduce[i] = d->reduce[i];
+    *scale = d->scale;
+    return 1;
+}

@@ -16,8 +16,8 @@ clmad_status clmad_tensor_copy(clmad_tensor *dst, clmad_tensor *src)
                            "clmad_tensor_copy: src belongs to another context than dst");
     if (src->dtype != dst->dtype)
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_tensor_copy: dst is %s, src %s",
-                           clmad__dtype_name(dst->dtype),
-                           clmad__dtype_name(src->dtype));
+                           clmad_dtype_name(dst->dtype),
+                           clmad_dtype_name(src->dtype));
     if (!clmad__same_shape(dst, src)) {
         clmad_strbuf a = {0}, b = {0};
         clmad__sb_shape(&a, dst->ndim, dst->shape);

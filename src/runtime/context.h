@@ -116,9 +116,6 @@ clmad_status clmad__check_dtype(const clmad_context *ctx, clmad_dtype dtype);
 /* 1 for f32 and f64, the dtypes that arithmetic and gradients take. */
 int clmad__dtype_is_float(clmad_dtype dtype);
 
-/* "f32", "f64", "i32", "i64", "u8" ("?" outside the enum): for messages. */
-const char *clmad__dtype_name(clmad_dtype dtype);
-
 /* CLMAD_ERR_DTYPE, naming `call` and the argument `what`, when t is an
  * integer tensor: every float-only operation (arithmetic, products,
  * reductions, losses, optimizers) checks its tensors with it, so that an

@@ -15,7 +15,7 @@ size_t clmad_dtype_size(clmad_dtype dtype)
     return 0;
 }
 
-const char *clmad__dtype_name(clmad_dtype dtype)
+const char *clmad_dtype_name(clmad_dtype dtype)
 {
     switch (dtype) {
     case CLMAD_F32: return "f32";
@@ -24,7 +24,7 @@ const char *clmad__dtype_name(clmad_dtype dtype)
     case CLMAD_I64: return "i64";
     case CLMAD_U8: return "u8";
     }
-    return "?";
+    return "unknown";
 }
 
 int clmad__dtype_is_float(clmad_dtype dtype)
@@ -54,5 +54,5 @@ clmad_status clmad__require_float(const clmad_context *ctx, const clmad_tensor *
     return clmad__fail(ctx, CLMAD_ERR_DTYPE,
                        "%s: %s is an integer tensor (%s); this operation takes f32 or f64 tensors "
                        "(integer tensors are labels, indices and masks: see the index operations)",
-                       call, what, clmad__dtype_name(t->dtype));
+                       call, what, clmad_dtype_name(t->dtype));
 }

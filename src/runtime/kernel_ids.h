@@ -26,6 +26,8 @@
     X(CLMAD_TRAIN_AXPBY, "train.cl", "clmad_axpby")                              \
     X(CLMAD_TRAIN_SGD, "train.cl", "clmad_sgd")                                  \
     X(CLMAD_TRAIN_ADAM, "train.cl", "clmad_adam")                                \
+    X(CLMAD_TRAIN_SGD_GROUP, "train.cl", "clmad_sgd_group")                      \
+    X(CLMAD_TRAIN_ADAM_GROUP, "train.cl", "clmad_adam_group")                    \
     /* index operations (ops/index_*.c); built for integer dtypes too */          \
     X(CLMAD_INDEX_CHECK, "index.cl", "clmad_index_check")                        \
     X(CLMAD_INDEX_ARGEXT, "index.cl", "clmad_argext")                            \

@@ -35,7 +35,7 @@ clmad_status clmad__cached_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_k
     if (!clmad__dtype_is_float(dtype) && strcmp(KERNELS[id].file, "ops.cl") != 0 &&
         strcmp(KERNELS[id].file, "index.cl") != 0)
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "internal kernel %s takes f32 or f64 elements, not %s",
-                           KERNELS[id].name, clmad__dtype_name(dtype));
+                           KERNELS[id].name, clmad_dtype_name(dtype));
     cl_kernel *slot = &ctx->kernels[dtype][id];
     if (*slot) {
         *kernel = *slot;

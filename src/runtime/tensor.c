@@ -164,7 +164,7 @@ static clmad_status check_integer_value(const clmad_context *ctx, const char *ca
     if (value >= lo && value < hi && value == floor(value))
         return CLMAD_OK;
     return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: %g is not a value of dtype %s (an integer in [%.0f, %.0f))",
-                       call, value, clmad__dtype_name(dtype), lo, hi);
+                       call, value, clmad_dtype_name(dtype), lo, hi);
 }
 
 clmad_status clmad_tensor_fill(clmad_context *ctx, clmad_dtype dtype, int ndim,

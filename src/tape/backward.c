@@ -39,7 +39,7 @@ static clmad_status check_loss(clmad_context *ctx, clmad_tensor *loss, clmad_ten
                            "backward (keep it with clmad_set_retain_tape)");
     if (seed && seed->dtype != loss->dtype)
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_backward: the seed is %s, the loss %s",
-                           clmad__dtype_name(seed->dtype), clmad__dtype_name(loss->dtype));
+                           clmad_dtype_name(seed->dtype), clmad_dtype_name(loss->dtype));
     if (seed && !clmad__same_shape(seed, loss))
         return clmad__fail(ctx, CLMAD_ERR_SHAPE, "clmad_backward: the seed must have the loss's shape");
     if (!seed && loss->numel != 1)

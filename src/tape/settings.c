@@ -37,7 +37,7 @@ clmad_status clmad_tensor_set_requires_grad(clmad_tensor *t, int on)
         return clmad__fail(t->ctx, CLMAD_ERR_DTYPE,
                            "clmad_tensor_set_requires_grad: the tensor is an integer tensor (%s): integer "
                            "tensors (labels, indices, masks) have no gradient",
-                           clmad__dtype_name(t->dtype));
+                           clmad_dtype_name(t->dtype));
     if (clmad__node_current(t->ctx, t))
         return clmad__fail(t->ctx, CLMAD_ERR_STATE,
                            "clmad_tensor_set_requires_grad: the tensor is the output of a recorded "

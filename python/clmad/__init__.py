@@ -1,0 +1,21 @@
+# SPDX-License-Identifier: Apache-2.0
+"""clmad for Python: mixed-mode automatic differentiation on OpenCL.
+
+A thin ctypes layer over libclmad (include/clmad.h): Context, Tensor,
+Kernel (broadcast functions in OpenCL C over T), the builtin operations,
+reverse mode (Tensor.backward), forward mode (Kernel.partials, Kernel.jvp)
+and the optimizers of clmad.optim. See python/README.md.
+"""
+from . import _lib, optim
+from .context import Context, Device, Scope, devices
+from .errors import (BuildError, ConcurrentUseError, DtypeError, Error, InvalidArgumentError, IOError,
+                     NoDeviceError, OpenCLError, OutOfMemoryError, ReleasedError, ShapeError, StateError,
+                     UnsupportedError)
+from .functional import (accuracy, argmax, argmin, cast, embedding, index_select, one_hot)
+from .functional import (add, compare, concat, cross_entropy, div, dot, exp, getitem, log, log_softmax,
+                         logsumexp, matmul, max, mean, mse_loss, mul, neg, pow, relu, reshape, sigmoid,
+                         slice, softmax, sqrt, sub, sum, tanh, transpose, where)
+from .kernel import Kernel, gradcheck
+from .tensor import Tensor
+
+__version__ = _lib.lib.clmad_version_string().decode()

@@ -1,0 +1,262 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Context: one clmad_context (a device, its queue, caches and tape); devices()."""
+import contextlib
+import weakref
+from ctypes import byref, c_int64, c_size_t, POINTER
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _lib
+from .errors import ReleasedError, check, raise_for
+from .tensor import Tensor, dtype_code, new_tensor
+
+L = _lib.lib
+
+
+@dataclass(frozen=True)
+class Device:
+    """One OpenCL device as the driver reports it (clmad_device_info)."""
+    spec: str              # "P:D", usable as Context(device=...)
+    name: str
+    platform: str
+    vendor: str
+    version: str
+    driver_version: str
+    type: str              # "cpu", "gpu", "accelerator" or "other"
+    compute_units: int
+    global_mem_bytes: int
+    max_alloc_bytes: int
+    fp64: bool
+
+
+_TYPES = {0: "other", 1: "cpu", 2: "gpu", 3: "accelerator"}
+
+
+def _device(info):
+    return Device(f"{info.platform_index}:{info.device_index}", info.name.decode(),
+                  info.platform_name.decode(), info.vendor.decode(), info.version.decode(),
+                  info.driver_version.decode(), _TYPES.get(info.type, "other"), info.compute_units,
+                  info.global_mem_bytes, info.max_alloc_bytes, bool(info.fp64))
+
+
+def devices():
+    """Every OpenCL device of every platform, as a list of Device."""
+    lst = POINTER(_lib.DeviceInfo)()
+    count = c_size_t()
+    check(L.clmad_device_list(byref(lst), byref(count)))
+    try:
+        return [_device(lst[i]) for i in range(count.value)]
+    finally:
+        L.clmad_device_list_free(lst)
+
+
+class Scope:
+    """The tensors made while a `with ctx.scope()` block runs; released at its end
+    unless kept (scope.keep(t)). Python frees unreferenced tensors by itself;
+    a scope also frees those still referenced (later use raises ReleasedError)."""
+
+    def __init__(self):
+        self._made = weakref.WeakValueDictionary()
+
+    def add(self, t):
+        self._made[id(t)] = t
+
+    def keep(self, t):
+        """Takes t out of the scope: it outlives the block."""
+        self._made.pop(id(t), None)
+        return t
+
+    def _end(self):
+        for t in list(self._made.values()):
+            t.release()
+        self._made.clear()
+
+
+class Context:
+    """A clmad context on one device (CLMAD_DEVICE or the first GPU, else the first
+    device, when device is None). Also a context manager that closes it."""
+
+    def __init__(self, device=None, cache_dir=None, retain_tape=False, chunk_cap=0):
+        opt = _lib.Options()
+        L.clmad_options_init(byref(opt))
+        if device is not None:
+            opt.device = (device.spec if isinstance(device, Device) else str(device)).encode()
+        if cache_dir is not None:
+            opt.cache_dir = str(cache_dir).encode()
+        opt.retain_tape = 1 if retain_tape else 0
+        opt.chunk_cap = int(chunk_cap)
+        h = _lib.ctx_p()
+        status = L.clmad_context_create(byref(opt), byref(h))
+        if status:
+            raise_for(status, None)
+        self._h = self._raw = h.value
+        self._scopes = []
+
+    def __del__(self, _release=L.clmad_context_release):
+        h = getattr(self, "_h", None)
+        if h:
+            self._h = None
+            _release(h)
+
+    def close(self):
+        """Releases the context: its tensors stay readable, no new work can be made
+        on it (clmad.ReleasedError). Tensors keep the C object until they go."""
+        h, self._h = self._h, None
+        if h:
+            L.clmad_context_release(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def _live(self):
+        h = self._h
+        if not h:
+            raise ReleasedError("the context was closed")
+        return h
+
+    def _check(self, status):
+        if status:
+            raise_for(status, self._raw)
+
+    # --- facts -----------------------------------------------------------------
+    @property
+    def device(self):
+        info = _lib.DeviceInfo()
+        self._check(L.clmad_context_device(self._live, byref(info)))
+        return _device(info)
+
+    def stats(self):
+        """The counters of clmad_context_stats, as a dict."""
+        s = _lib.Stats()
+        self._check(L.clmad_context_stats(self._live, byref(s)))
+        return {name: (getattr(s, name).decode() if name == "disk_cache_problem" else getattr(s, name))
+                for name, _ in s._fields_}
+
+    def finish(self):
+        self._check(L.clmad_finish(self._live))
+
+    def _param(self, param):
+        v = c_int64()
+        self._check(L.clmad_context_get_param(self._live, param, byref(v)))
+        return v.value
+
+    @property
+    def retain_tape(self):
+        return bool(self._param(_lib.PARAM_RETAIN_TAPE))
+
+    @retain_tape.setter
+    def retain_tape(self, on):
+        self._check(L.clmad_set_retain_tape(self._live, 1 if on else 0))
+
+    @property
+    def grad_enabled(self):
+        return not self._param(_lib.PARAM_DISABLE_GRAD)
+
+    @grad_enabled.setter
+    def grad_enabled(self, on):
+        self._check(L.clmad_set_grad_enabled(self._live, 1 if on else 0))
+
+    _POLICIES = ("auto", "store", "recompute")
+
+    @property
+    def partials_policy(self):
+        """When broadcasts evaluate their partials: "auto", "store" or "recompute"."""
+        return self._POLICIES[self._param(_lib.PARAM_PARTIALS_POLICY)]
+
+    @partials_policy.setter
+    def partials_policy(self, policy):
+        if policy not in self._POLICIES:
+            from .errors import InvalidArgumentError
+            raise InvalidArgumentError(f"partials_policy: one of {self._POLICIES}, not {policy!r}")
+        self._check(L.clmad_set_partials_policy(self._live, self._POLICIES.index(policy)))
+
+    @contextlib.contextmanager
+    def no_grad(self):
+        """Records nothing inside the block (clmad_set_grad_enabled(ctx, 0))."""
+        before = self.grad_enabled
+        self.grad_enabled = False
+        try:
+            yield
+        finally:
+            if self._h:
+                self.grad_enabled = before
+
+    @contextlib.contextmanager
+    def scope(self):
+        """Releases at the end every tensor made inside (see Scope); yields the Scope."""
+        s = Scope()
+        self._scopes.append(s)
+        try:
+            yield s
+        finally:
+            self._scopes.remove(s)
+            s._end()
+
+    def tape_clear(self):
+        L.clmad_tape_clear(self._live)
+
+    # --- tensors -----------------------------------------------------------------
+    def tensor(self, data, requires_grad=False, dtype=None):
+        """A tensor holding a copy of data (a NumPy array or anything np.asarray takes);
+        dtype from the array (float32 or float64) unless given."""
+        a = np.asarray(data) if dtype is None else np.asarray(data, dtype=dtype)
+        code = dtype_code(a.dtype)
+        if not a.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+            a = a.copy(order="C")
+        t = new_tensor(self, L.clmad_tensor_create, code, a.ndim, _lib.size_array(a.shape),
+                       a.ctypes.data if a.size else None)
+        if requires_grad:
+            t.requires_grad = True
+        return t
+
+    def from_dlpack(self, obj, requires_grad=False):
+        """A tensor holding a copy of any DLPack producer's host data (np.from_dlpack)."""
+        return self.tensor(np.from_dlpack(obj), requires_grad)
+
+    def zeros(self, shape, dtype=np.float32, requires_grad=False):
+        shape = _shape(shape)
+        t = new_tensor(self, L.clmad_tensor_zeros, dtype_code(dtype), len(shape), _lib.size_array(shape))
+        return t.requires_grad_(True) if requires_grad else t
+
+    def full(self, shape, value, dtype=np.float32, requires_grad=False):
+        shape = _shape(shape)
+        t = new_tensor(self, L.clmad_tensor_fill, dtype_code(dtype), len(shape), _lib.size_array(shape),
+                       float(value))
+        return t.requires_grad_(True) if requires_grad else t
+
+    def scalar(self, value, dtype=np.float32):
+        """A 0-d tensor holding value."""
+        return new_tensor(self, L.clmad_tensor_scalar, dtype_code(dtype), float(value))
+
+    def rand_uniform(self, shape, low=0.0, high=1.0, seed=0, dtype=np.float32, requires_grad=False):
+        """Uniform on [low, high) by Philox (same values on every device for a seed)."""
+        shape = _shape(shape)
+        t = new_tensor(self, L.clmad_tensor_rand_uniform, dtype_code(dtype), len(shape),
+                       _lib.size_array(shape), float(low), float(high), int(seed))
+        return t.requires_grad_(True) if requires_grad else t
+
+    def rand_normal(self, shape, mean=0.0, std=1.0, seed=0, dtype=np.float32, requires_grad=False):
+        shape = _shape(shape)
+        t = new_tensor(self, L.clmad_tensor_rand_normal, dtype_code(dtype), len(shape),
+                       _lib.size_array(shape), float(mean), float(std), int(seed))
+        return t.requires_grad_(True) if requires_grad else t
+
+    # --- kernels -----------------------------------------------------------------
+    def kernel(self, source, name, n_inputs=None, n_outputs=None):
+        """A broadcast kernel from plain OpenCL C over T (see clmad.Kernel)."""
+        from .kernel import Kernel
+        return Kernel(self, source, name, n_inputs, n_outputs)
+
+
+def _shape(shape):
+    if isinstance(shape, int):
+        return (shape,)
+    return tuple(int(s) for s in shape)
+
+
+__all__ = ["Context", "Device", "devices", "Scope", "Tensor"]

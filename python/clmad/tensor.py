@@ -1,0 +1,314 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tensor: one clmad_tensor reference, released when the object is collected.
+
+A Tensor keeps its Context alive (the context's C object is released only
+after the Python context object is gone or closed, and the C library keeps
+it until its last tensor anyway). Operators map onto the builtins of
+include/clmad.h; see functional.py for the functions.
+"""
+from ctypes import byref, c_double
+
+import numpy as np
+
+from . import _lib
+from .errors import ReleasedError, raise_for
+
+L = _lib.lib
+_DTYPES = {_lib.F32: np.dtype(np.float32), _lib.F64: np.dtype(np.float64), _lib.I32: np.dtype(np.int32),
+           _lib.I64: np.dtype(np.int64), _lib.U8: np.dtype(np.uint8)}
+_CODES = {v: k for k, v in _DTYPES.items()}
+
+
+def dtype_code(dtype):
+    """The clmad_dtype of a NumPy dtype (float32, float64, int32, int64, uint8)."""
+    from .errors import DtypeError
+    try:
+        return _CODES[np.dtype(dtype)]
+    except (KeyError, TypeError):
+        raise DtypeError(f"clmad tensors are float32, float64, int32, int64 or uint8, not {dtype}"
+                         + (" (a bool mask: .astype(np.uint8))" if str(dtype) == "bool" else "")) from None
+
+
+def new_tensor(ctx, fn, *args):
+    """Calls fn(ctx, *args, &out) and wraps the new tensor (raises on failure)."""
+    out = _lib.tensor_p()
+    status = fn(ctx._live, *args, byref(out))
+    if status:
+        raise_for(status, ctx._raw)
+    return Tensor(ctx, out.value)
+
+
+class Tensor:
+    """A tensor on the context's device (owns one reference to its clmad_tensor)."""
+    __slots__ = ("_h", "_ctx", "_shape", "__weakref__")
+    __array_priority__ = 1000  # ndarray <op> Tensor gives Tensor's reflected operator
+
+    def __init__(self, ctx, handle):
+        self._h = handle
+        self._ctx = ctx
+        self._shape = None
+        if ctx._scopes:
+            ctx._scopes[-1].add(self)
+
+    def __del__(self, _release=L.clmad_tensor_release):
+        h = getattr(self, "_h", None)
+        if h:
+            self._h = None
+            _release(h)
+
+    def release(self):
+        """Releases the C object now; any later use raises clmad.ReleasedError."""
+        h, self._h = self._h, None
+        if h:
+            L.clmad_tensor_release(h)
+
+    @property
+    def _handle(self):
+        h = self._h
+        if not h:
+            raise ReleasedError("the tensor was released")
+        return h
+
+    @property
+    def context(self):
+        return self._ctx
+
+    # --- facts ---------------------------------------------------------------
+    @property
+    def shape(self):
+        if self._shape is None:
+            h = self._handle
+            self._shape = tuple(L.clmad_tensor_dim(h, i) for i in range(L.clmad_tensor_ndim(h)))
+        return self._shape
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return L.clmad_tensor_numel(self._handle)
+
+    @property
+    def dtype(self):
+        return _DTYPES[L.clmad_tensor_dtype(self._handle)]
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __repr__(self):
+        if not self._h:
+            return "<clmad.Tensor (released)>"
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        return f"clmad.Tensor({np.array2string(self.numpy(), precision=6)}, dtype={self.dtype}{grad})"
+
+    # --- values ----------------------------------------------------------------
+    def numpy(self):
+        """A new NumPy array holding the tensor's values (a copy; waits for the device)."""
+        h = self._handle
+        out = np.empty(self.shape, self.dtype)
+        status = L.clmad_tensor_read(h, out.ctypes.data, out.nbytes)
+        if status:
+            raise_for(status, self._ctx._raw)
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def item(self):
+        value = c_double()
+        status = L.clmad_tensor_item(self._handle, byref(value))
+        if status:
+            raise_for(status, self._ctx._raw)
+        return float(value.value)
+
+    def __float__(self):
+        return self.item()
+
+    def __bool__(self):
+        return bool(self.item())
+
+    def write(self, array):
+        """Overwrites the values from a NumPy array of the same shape (converted to the dtype)."""
+        a = np.asarray(array, dtype=self.dtype)
+        if not a.flags.c_contiguous:
+            a = a.copy(order="C")
+        if a.shape != self.shape:
+            from .errors import ShapeError
+            raise ShapeError(f"write: array of shape {a.shape} into a tensor of shape {self.shape}")
+        status = L.clmad_tensor_write(self._handle, a.ctypes.data, a.nbytes)
+        if status:
+            raise_for(status, self._ctx._raw)
+
+    def copy_(self, src):
+        """Copies src's values into this tensor on the device (not recorded)."""
+        status = L.clmad_tensor_copy(self._handle, src._handle)
+        if status:
+            raise_for(status, self._ctx._raw)
+        return self
+
+    # --- DLPack (a copy through NumPy: see the README) -------------------------
+    def __dlpack__(self, stream=None, **kwargs):
+        a = self.numpy()
+        try:
+            return a.__dlpack__(stream=stream, **kwargs)
+        except TypeError:
+            return a.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU: what __dlpack__ exports is a host copy
+
+    # --- gradients -------------------------------------------------------------
+    @property
+    def requires_grad(self):
+        return bool(L.clmad_tensor_requires_grad(self._handle))
+
+    @requires_grad.setter
+    def requires_grad(self, on):
+        status = L.clmad_tensor_set_requires_grad(self._handle, 1 if on else 0)
+        if status:
+            raise_for(status, self._ctx._raw)
+
+    def requires_grad_(self, on=True):
+        self.requires_grad = on
+        return self
+
+    @property
+    def grad(self):
+        """The gradient accumulated by backward (a new Tensor), or None."""
+        out = _lib.tensor_p()
+        status = L.clmad_tensor_grad(self._handle, byref(out))
+        if status:
+            raise_for(status, self._ctx._raw)
+        return Tensor(self._ctx, out.value) if out.value else None
+
+    def zero_grad(self):
+        L.clmad_tensor_zero_grad(self._handle)
+
+    def backward(self, seed=None):
+        """Backward pass from this tensor (one element, or give seed of its shape)."""
+        ctx = self._ctx
+        if seed is not None and not isinstance(seed, Tensor):
+            seed = ctx.tensor(np.asarray(seed, dtype=self.dtype))
+        status = L.clmad_backward(ctx._live, self._handle, seed._handle if seed is not None else None)
+        if status:
+            raise_for(status, ctx._raw)
+
+    # --- operators -------------------------------------------------------------
+    def __add__(self, other):
+        return F.add(self, other)
+
+    def __radd__(self, other):
+        return F.add(self, other)
+
+    def __sub__(self, other):
+        return F.sub(self, other)
+
+    def __rsub__(self, other):
+        return F.sub(other, self)
+
+    def __mul__(self, other):
+        return F.mul(self, other)
+
+    def __rmul__(self, other):
+        return F.mul(self, other)
+
+    def __truediv__(self, other):
+        return F.div(self, other)
+
+    def __rtruediv__(self, other):
+        return F.div(other, self)
+
+    def __pow__(self, other):
+        return F.pow(self, other)
+
+    def __rpow__(self, other):
+        return F.pow(other, self)
+
+    def __neg__(self):
+        return F.neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __matmul__(self, other):
+        return F.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return F.matmul(other, self)
+
+    def __lt__(self, other):
+        return F.compare(_lib.LT, self, other)
+
+    def __le__(self, other):
+        return F.compare(_lib.LE, self, other)
+
+    def __gt__(self, other):
+        return F.compare(_lib.GT, self, other)
+
+    def __ge__(self, other):
+        return F.compare(_lib.GE, self, other)
+
+    def __eq__(self, other):
+        return F.compare(_lib.EQ, self, other)
+
+    def __ne__(self, other):
+        return F.compare(_lib.NE, self, other)
+
+    __hash__ = object.__hash__
+
+    def __getitem__(self, key):
+        return F.getitem(self, key)
+
+    # --- methods that are functions of functional.py ----------------------------
+    def sum(self, axis=None, keepdims=False):
+        return F.sum(self, axis, keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        return F.mean(self, axis, keepdims)
+
+    def max(self, axis=None, keepdims=False):
+        return F.max(self, axis, keepdims)
+
+    def logsumexp(self, axis=-1, keepdims=False):
+        return F.logsumexp(self, axis, keepdims)
+
+    def softmax(self, axis=-1):
+        return F.softmax(self, axis)
+
+    def log_softmax(self, axis=-1):
+        return F.log_softmax(self, axis)
+
+    def reshape(self, *shape):
+        return F.reshape(self, *shape)
+
+    def transpose(self, *axes):
+        return F.transpose(self, *axes)
+
+    @property
+    def T(self):
+        return F.transpose(self)
+
+    def exp(self):
+        return F.exp(self)
+
+    def log(self):
+        return F.log(self)
+
+    def tanh(self):
+        return F.tanh(self)
+
+    def sigmoid(self):
+        return F.sigmoid(self)
+
+    def relu(self):
+        return F.relu(self)
+
+    def sqrt(self):
+        return F.sqrt(self)
+
+
+from . import functional as F  # noqa: E402 (the operators call it at run time)

@@ -1,0 +1,303 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tensors, kernels, forward mode, lifetimes, errors, memory, optimizers, DLPack."""
+import gc
+
+import numpy as np
+import pytest
+
+import clmad
+
+NEWTON = """
+/* y^3 + a y = x by Newton's method from y = x / (1 + a); a > 0 */
+T cubic(T x, T a)
+{
+    T y = x / (1 + a);
+    for (int it = 0; it < 60; it++) {
+        T f = y * y * y + a * y - x;
+        T dy = f / (3 * y * y + a);
+        y -= dy;
+        if (fabs(dy) < (real)1e-15)
+            break;
+    }
+    return y;
+}
+"""
+
+
+def test_roundtrip_shapes_and_dtypes(ctx, rng):
+    for dtype in (np.float32, np.float64):
+        a = rng.normal(size=(2, 3, 4)).astype(dtype)
+        t = ctx.tensor(a)
+        assert t.shape == (2, 3, 4) and t.dtype == dtype and t.ndim == 3 and t.size == 24
+        np.testing.assert_array_equal(t.numpy(), a)
+        assert not t.requires_grad
+    s = ctx.tensor(np.float64(2.5))
+    assert s.shape == () and s.item() == 2.5
+    e = ctx.tensor(np.zeros((0, 3)))
+    assert e.shape == (0, 3) and e.numpy().shape == (0, 3)
+
+
+def test_creation_helpers(ctx):
+    np.testing.assert_array_equal(ctx.zeros((2, 2), np.float64).numpy(), np.zeros((2, 2)))
+    np.testing.assert_array_equal(ctx.full(3, 7.0).numpy(), [7, 7, 7])
+    u = ctx.rand_uniform((1000,), -2, 3, seed=5, dtype=np.float64).numpy()
+    assert u.min() >= -2 and u.max() <= 3 and abs(u.mean() - 0.5) < 0.2
+    np.testing.assert_array_equal(u, ctx.rand_uniform((1000,), -2, 3, seed=5, dtype=np.float64).numpy())
+    n = ctx.rand_normal((4000,), 1.0, 2.0, seed=1, dtype=np.float64).numpy()
+    assert abs(n.mean() - 1) < 0.15 and abs(n.std() - 2) < 0.15
+
+
+def test_kernel_one_and_several_outputs(ctx, rng):
+    x, a = rng.uniform(-1, 1, (3, 4)), rng.uniform(0, 1, (4,))
+    k = ctx.kernel("T f(T x, T a) { return a * sin(x) + x * x; }", "f")
+    assert (k.n_inputs, k.n_outputs) == (2, 1)
+    np.testing.assert_allclose(k(ctx.tensor(x), ctx.tensor(a)).numpy(), a * np.sin(x) + x * x, rtol=1e-14)
+    np.testing.assert_allclose(k(ctx.tensor(x), 0.5).numpy(), 0.5 * np.sin(x) + x * x, rtol=1e-14)
+    k2 = ctx.kernel("void g(T x, T y, T *s, T *p) { *s = x + y; *p = x * y; }", "g")
+    s, p = k2(ctx.tensor(x), ctx.tensor(a))
+    np.testing.assert_allclose(s.numpy(), x + a)
+    np.testing.assert_allclose(p.numpy(), x * a)
+
+
+def test_kernel_reverse_and_forward_mode(ctx, rng):
+    x, a = rng.uniform(-1, 1, (3, 4)), rng.uniform(0.5, 1, (3, 4))
+    k = ctx.kernel("T f(T x, T a) { return a * exp(x) / (1 + x * x); }", "f")
+    tx, ta = ctx.tensor(x, requires_grad=True), ctx.tensor(a, requires_grad=True)
+    k(tx, ta).sum().backward()
+    dx = a * np.exp(x) * (1 / (1 + x * x) - 2 * x / (1 + x * x) ** 2)
+    da = np.exp(x) / (1 + x * x)
+    np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-13)
+    np.testing.assert_allclose(ta.grad.numpy(), da, rtol=1e-13)
+    outs, parts = k.partials(ctx.tensor(x), ctx.tensor(a), active=[1, 0])
+    np.testing.assert_allclose(parts[0][0].numpy(), dx, rtol=1e-13)
+    assert parts[0][1] is None
+    tangent = rng.normal(size=(3, 4))
+    _, (jv,) = k.jvp([ctx.tensor(x), ctx.tensor(a)], [ctx.tensor(tangent), None])
+    np.testing.assert_allclose(jv.numpy(), dx * tangent, rtol=1e-13)
+    assert np.all(k.gradcheck(rng.uniform(0.5, 1, (16, 2))) < 1e-7)
+
+
+def test_newton_kernel_gradient_is_the_implicit_functions(ctx, rng):
+    """y(x, a) solves y^3 + a y = x: dy/dx = 1 / (3y^2 + a), dy/da = -y / (3y^2 + a)."""
+    x, a = rng.uniform(-3, 3, (5, 6)), rng.uniform(0.5, 2, (1, 6))
+    k = ctx.kernel(NEWTON, "cubic")
+    tx, ta = ctx.tensor(x, requires_grad=True), ctx.tensor(a, requires_grad=True)
+    y = k(tx, ta)
+    yv = y.numpy()
+    np.testing.assert_allclose(yv ** 3 + a * yv, x, atol=1e-12)
+    w = rng.normal(size=(5, 6))
+    clmad.dot(y, ctx.tensor(w)).backward()
+    denom = 3 * yv ** 2 + a
+    np.testing.assert_allclose(tx.grad.numpy(), w / denom, rtol=1e-10)
+    np.testing.assert_allclose(ta.grad.numpy(), (-w * yv / denom).sum(axis=0, keepdims=True), rtol=1e-10)
+    _, parts = k.partials(ctx.tensor(x), ctx.tensor(a))
+    np.testing.assert_allclose(parts[0][1].numpy(), -yv / denom, rtol=1e-10)
+
+
+def test_optimizers_follow_the_formulas(ctx, rng):
+    p0, g = rng.normal(size=4), rng.normal(size=4)
+
+    def run(make, steps=2):
+        p = ctx.tensor(p0, requires_grad=True)
+        opt = make([p])
+        for _ in range(steps):
+            opt.zero_grad()
+            clmad.dot(p, ctx.tensor(g)).backward()  # gradient g
+            opt.step()
+        assert opt.steps == steps
+        return p.numpy()
+
+    np.testing.assert_allclose(run(lambda ps: clmad.optim.SGD(ps, lr=0.1)), p0 - 0.2 * g, rtol=1e-13)
+    v = g + 0.9 * g  # momentum: v1 = g, v2 = 0.9 g + g
+    np.testing.assert_allclose(run(lambda ps: clmad.optim.SGD(ps, lr=0.1, momentum=0.9)), p0 - 0.1 * (g + v),
+                               rtol=1e-13)
+    for cls, wd in ((clmad.optim.Adam, 0.0), (clmad.optim.AdamW, 0.1)):
+        p, m, s = p0.copy(), np.zeros(4), np.zeros(4)
+        for t in (1, 2):
+            p = p * (1 - 0.01 * wd)
+            m = 0.9 * m + 0.1 * g
+            s = 0.999 * s + 0.001 * g * g
+            p = p - 0.01 / (1 - 0.9 ** t) * m / (np.sqrt(s) / np.sqrt(1 - 0.999 ** t) + 1e-8)
+        np.testing.assert_allclose(run(lambda ps: cls(ps, lr=0.01, weight_decay=wd)), p, rtol=1e-12)
+
+
+def test_errors_carry_the_library_message(ctx):
+    a, b = ctx.tensor(np.ones((2, 3))), ctx.tensor(np.ones((4, 5)))
+    with pytest.raises(clmad.ShapeError) as e:
+        a + b
+    assert "(2, 3)" in str(e.value) or "2, 3" in str(e.value) or "2x3" in str(e.value)
+    assert e.value.status == 7 and e.value.status_name == "CLMAD_ERR_SHAPE"
+    assert isinstance(e.value, ValueError) and isinstance(e.value, clmad.Error)
+    with pytest.raises(clmad.DtypeError):
+        a + ctx.tensor(np.ones((2, 3), np.float32))
+    with pytest.raises(clmad.DtypeError):
+        ctx.tensor(np.ones(3, dtype=np.int16))
+    with pytest.raises(clmad.DtypeError, match="uint8"):
+        ctx.tensor(np.ones(3, dtype=bool))
+    with pytest.raises(clmad.DtypeError, match="integer tensor"):
+        ctx.tensor(np.ones(3, dtype=np.int32), requires_grad=True)
+    with pytest.raises(clmad.BuildError) as e:
+        ctx.kernel("T f(T x) {\n  return x + undefined_name;\n}", "f")
+    assert "source:2:" in str(e.value) and "undefined_name" in str(e.value)
+    with pytest.raises(clmad.BuildError, match="no function g"):
+        ctx.kernel("T f(T x) { return x; }", "g", n_inputs=1, n_outputs=1)
+    with pytest.raises(clmad.InvalidArgumentError):
+        ctx.kernel("T f(T x) { return x; }", "nothere")
+    with pytest.raises(clmad.ShapeError):
+        (ctx.tensor(np.ones(3), requires_grad=True) * 2).backward()  # no seed for a vector
+    with pytest.raises(clmad.StateError):
+        (ctx.tensor(np.ones(3), requires_grad=True) * 2).requires_grad = False
+    with pytest.raises(clmad.NoDeviceError):
+        clmad.Context(device="no such device anywhere")
+    with pytest.raises(TypeError):
+        a + "text"
+    with pytest.raises(IndexError):
+        a[::2]
+
+
+def test_released_and_foreign_objects_raise(ctx):
+    t = ctx.tensor(np.ones(3))
+    t.release()
+    t.release()  # twice is fine
+    for use in (t.numpy, t.item, lambda: t + 1, lambda: t.shape, lambda: t.grad):
+        with pytest.raises(clmad.ReleasedError):
+            use()
+    other = clmad.Context()
+    u = other.tensor(np.ones(3))
+    with pytest.raises(clmad.InvalidArgumentError, match="another context"):
+        ctx.tensor(np.ones(3)) + u
+    k = ctx.kernel("T f(T x) { return x; }", "f")
+    with pytest.raises(clmad.InvalidArgumentError, match="another context"):
+        k(u)
+    k.release()
+    with pytest.raises(clmad.ReleasedError):
+        k(ctx.tensor(np.ones(3)))
+    other.close()
+    np.testing.assert_array_equal(u.numpy(), np.ones(3))  # its tensors stay readable
+    with pytest.raises(clmad.ReleasedError):
+        u + 1
+    with pytest.raises(clmad.ReleasedError):
+        other.tensor(np.ones(2))
+
+
+def test_tensors_keep_their_context_alive():
+    t = clmad.Context().tensor(np.arange(4.0))  # the context object has no other reference
+    gc.collect()
+    np.testing.assert_array_equal((t * 2).numpy(), np.arange(4.0) * 2)
+
+
+def test_scope_releases_what_it_made(ctx):
+    a = ctx.tensor(np.ones(3), requires_grad=True)
+    with ctx.scope() as s:
+        b = a * 2
+        c = s.keep(b + 1)
+        loss = c.sum()
+        loss.backward()
+    with pytest.raises(clmad.ReleasedError):
+        b.numpy()
+    np.testing.assert_array_equal(c.numpy(), [3, 3, 3])
+    np.testing.assert_array_equal(a.grad.numpy(), [2, 2, 2])
+
+
+def test_memory_is_flat_over_10000_cycles():
+    c = clmad.Context()
+    x = c.tensor(np.ones(256, np.float32), requires_grad=True)
+
+    def cycle():
+        y = (x * 2 + 1).sum()
+        y.backward()
+        return y.item()
+
+    cycle()
+    x.zero_grad()
+    gc.collect()
+    before = c.stats()
+    for _ in range(10000):
+        cycle()
+        x.zero_grad()
+    gc.collect()
+    after = c.stats()
+    assert after["live_tensor_bytes"] == before["live_tensor_bytes"]
+    assert after["tape_nodes"] == 0
+    assert after["pool_bytes"] <= before["pool_bytes"] + 4096
+    assert after["programs_live"] == before["programs_live"]
+
+
+def test_dlpack_is_a_copy_both_ways(ctx):
+    a = np.arange(6.0).reshape(2, 3)
+    t = ctx.tensor(a)
+    assert t.__dlpack_device__() == (1, 0)
+    b = np.from_dlpack(t)
+    np.testing.assert_array_equal(b, a)
+    u = ctx.from_dlpack(a)
+    a[0, 0] = 100  # a copy: the tensor keeps its value
+    assert u.numpy()[0, 0] == 0 and u.shape == (2, 3)
+
+
+def test_devices_and_context_settings(ctx):
+    devs = clmad.devices()
+    assert devs and all(d.type in ("cpu", "gpu", "accelerator", "other") for d in devs)
+    assert ctx.device.spec in [d.spec for d in devs]
+    with clmad.Context(device=ctx.device) as c:
+        assert c.device == ctx.device
+        assert c.partials_policy == "auto"
+        c.partials_policy = "recompute"
+        assert c.partials_policy == "recompute"
+        with pytest.raises(clmad.InvalidArgumentError):
+            c.partials_policy = "sometimes"
+        assert not c.retain_tape
+        c.retain_tape = True
+        t = c.tensor(np.array([1.0, 2.0]), requires_grad=True)
+        loss = (t * t).sum()
+        loss.backward()
+        loss.backward()  # the tape was kept
+        np.testing.assert_array_equal(t.grad.numpy(), [4.0, 8.0])
+    with pytest.raises(clmad.ReleasedError):
+        c.stats()
+
+
+def test_integer_tensors_round_trip_and_label_losses(ctx):
+    for dt in (np.int32, np.int64, np.uint8):
+        a = np.array([[0, 7, 255], [3, 1, 2]], dtype=dt)
+        t = ctx.tensor(a)
+        assert t.dtype == np.dtype(dt) and t.shape == (2, 3)
+        np.testing.assert_array_equal(t.numpy(), a)
+    big = np.array([2**53 + 1, -(2**62)], dtype=np.int64)
+    np.testing.assert_array_equal(ctx.tensor(big).numpy(), big)
+    # cross entropy over integer class indices, against NumPy in float64
+    rng = np.random.default_rng(3)
+    z = rng.standard_normal((4, 5))
+    labels = np.array([0, 4, 2, 2], dtype=np.int64)
+    logits = ctx.tensor(z, requires_grad=True)
+    loss = clmad.cross_entropy(logits, ctx.tensor(labels))
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    assert abs(loss.item() + np.log(p[np.arange(4), labels]).mean()) < 1e-12
+    loss.backward()
+    want = p.copy()
+    want[np.arange(4), labels] -= 1
+    np.testing.assert_allclose(logits.grad.numpy(), want / 4, atol=1e-12)
+
+
+def test_index_operations(ctx):
+    rng = np.random.default_rng(5)
+    z = rng.standard_normal((6, 4))
+    labels = np.array([1, 0, 3, 3, 2, 1], dtype=np.int64)
+    t = ctx.tensor(z)
+    am = clmad.argmax(t, axis=1)
+    assert am.dtype == np.int64
+    np.testing.assert_array_equal(am.numpy(), z.argmax(1))
+    np.testing.assert_array_equal(clmad.argmin(t, axis=0).numpy(), z.argmin(0))
+    assert clmad.accuracy(t, ctx.tensor(labels)) == (z.argmax(1) == labels).mean()
+    np.testing.assert_array_equal(clmad.one_hot(ctx.tensor(labels), 4, np.float64).numpy(), np.eye(4)[labels])
+    # embedding: values, and the gradient (counts of each row) against the closed form
+    w = ctx.tensor(z, requires_grad=True)
+    idx = np.array([[0, 5], [5, 2]], dtype=np.int64)
+    e = clmad.embedding(w, ctx.tensor(idx))
+    np.testing.assert_array_equal(e.numpy(), z[idx])
+    clmad.sum(e * e).backward()
+    want = np.zeros_like(z)
+    np.add.at(want, idx.reshape(-1), 2 * z[idx.reshape(-1)])
+    np.testing.assert_allclose(w.grad.numpy(), want, atol=1e-12)
+    with pytest.raises(clmad.InvalidArgumentError, match="outside"):
+        clmad.index_select(t, 0, ctx.tensor(np.array([0, 9], dtype=np.int64)))

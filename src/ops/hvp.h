@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* clmad_hvp's rules per recorded operation: the forward-mode rule of the
+ * operation (its outputs' tangents) and of its backward (its inputs'
+ * adjoints and their tangents). */
+#ifndef CLMAD_OPS_HVP_H
+#define CLMAD_OPS_HVP_H
+
+#include "tape/tape.h"
+
+/* One node's tensors during clmad_hvp; NULL stands for zero everywhere.
+ * Arrays by the node's arity. Results are new references. */
+typedef struct clmad_hvp_io {
+    clmad_tensor **in_tan;        /* inputs' tangents */
+    clmad_tensor **out_tan;       /* forward: the outputs' tangents (set) */
+    clmad_tensor **out_adj;       /* backward: the outputs' adjoints, full shape */
+    clmad_tensor **out_adj_tan;   /* backward: their tangents */
+    const unsigned char *want;    /* backward: 1 for an input whose adjoint is needed */
+    clmad_tensor **in_adj;        /* backward: the inputs' adjoints (set) */
+    clmad_tensor **in_adj_tan;    /* backward: their tangents (set) */
+} clmad_hvp_io;
+
+/* 1 if node's operation has its second-order rules. */
+int clmad__hvp_supported(const clmad_node *node);
+
+/* The outputs' tangents from the inputs' (the JVP of the operation). */
+clmad_status clmad__hvp_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
+
+/* The inputs' adjoints and their tangents (the JVP of the backward). */
+clmad_status clmad__hvp_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
+
+/* The shape operations' rules (hvp_shape.c): 0 if node is not one; else 1,
+ * having run its forward (backward = 0) or backward rule with *st its
+ * status. With ctx NULL only answers whether node is one. */
+int clmad__hvp_shape(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io, int backward, clmad_status *st);
+
+#endif

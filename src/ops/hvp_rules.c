@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The second-order rules of clmad_hvp, per operation, written with the
+ * library's own operations (recording is off while clmad_hvp runs):
+ *   broadcast  y = f(x):  ydot = J xdot (the JVP kernel);
+ *              xbar_j = unbroadcast(sum_o ybar_o p_oj),
+ *              xbardot_j = unbroadcast(sum_o ybardot_o p_oj + ybar_o pdot_oj),
+ *              p and pdot from one nested-dual kernel (clmad_broadcast_second);
+ *   sum, mean  linear: the same rule on tangents as on values;
+ *   products   C = op(A) op(B): Cdot = P(Adot, B) + P(A, Bdot), and the
+ *              adjoints, bilinear in (Cbar, B) and (A, Cbar), likewise.
+ *   shape ops  hvp_shape.c.
+ * Every other operation is refused by clmad_hvp (clmad__hvp_supported).
+ */
+#include "ops/hvp.h"
+#include "ops/ops.h"
+#include "broadcast/node.h"
+
+/* *acc += x (or = x), taking x. */
+static clmad_status add_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *x)
+{
+    if (!x)
+        return CLMAD_OK;
+    if (!*acc) {
+        *acc = x;
+        return CLMAD_OK;
+    }
+    clmad_tensor *s;
+    clmad_status st = clmad_add(ctx, *acc, x, &s);
+    clmad_tensor_release(x);
+    if (st != CLMAD_OK)
+        return st;
+    clmad_tensor_release(*acc);
+    *acc = s;
+    return CLMAD_OK;
+}
+
+/* *acc += a * b, nothing when either is zero (NULL). */
+static clmad_status mul_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *a, clmad_tensor *b)
+{
+    if (!a || !b)
+        return CLMAD_OK;
+    clmad_tensor *m;
+    clmad_status st = clmad_mul(ctx, a, b, &m);
+    return st == CLMAD_OK ? add_into(ctx, acc, m) : st;
+}
+
+/* *t summed over the axes that broadcasting expanded to reach x's shape,
+ * in place of *t. */
+static clmad_status unbroadcast(clmad_context *ctx, clmad_tensor **t, const clmad_tensor *x)
+{
+    if (!*t || clmad__same_shape(*t, x))
+        return CLMAD_OK;
+    const int nd = (*t)->ndim, lead = nd - x->ndim;
+    int axes[CLMAD_MAX_DIMS], n = 0;
+    for (int d = 0; d < nd; d++)
+        if (d < lead || (x->shape[d - lead] == 1 && (*t)->shape[d] != 1))
+            axes[n++] = d;
+    clmad_tensor *s = NULL, *r = NULL;
+    clmad_status st = n ? clmad_sum(ctx, *t, n, axes, 1, &s) : CLMAD_OK;
+    if (st == CLMAD_OK)
+        st = clmad_reshape(ctx, s ? s : *t, x->ndim, x->shape, &r);
+    clmad_tensor_release(s);
+    if (st != CLMAD_OK)
+        return st;
+    clmad_tensor_release(*t);
+    *t = r;
+    return CLMAD_OK;
+}
+
+static clmad_status bcast_forward(clmad_context *ctx, clmad_node *node, clmad_kernel *k, uint64_t active,
+                                  clmad_hvp_io *io)
+{
+    clmad_tensor *tan[CLMAD_MAX_INPUTS] = {0}, *values[CLMAD_MAX_OUTPUTS] = {0};
+    int any = 0;
+    for (int j = 0; j < node->n_inputs; j++)
+        any |= (tan[j] = (active >> j) & 1u ? io->in_tan[j] : NULL) != NULL;
+    if (!any)
+        return CLMAD_OK;
+    clmad_status st = clmad_broadcast_jvp(ctx, k, node->inputs, tan, values, io->out_tan);
+    for (int o = 0; st == CLMAD_OK && o < node->n_outputs; o++)
+        clmad_tensor_release(values[o]);
+    return st;
+}
+
+static clmad_status bcast_backward(clmad_context *ctx, clmad_node *node, clmad_kernel *k, uint64_t active,
+                                   clmad_hvp_io *io)
+{
+    const int n_in = node->n_inputs, n_out = node->n_outputs;
+    clmad_tensor *tan[CLMAD_MAX_INPUTS] = {0};
+    int act[CLMAD_MAX_INPUTS] = {0};
+    for (int j = 0; j < n_in; j++) {
+        act[j] = (int)((active >> j) & 1u);
+        tan[j] = act[j] ? io->in_tan[j] : NULL;
+    }
+    clmad_tensor *y[CLMAD_MAX_OUTPUTS] = {0}, *ty[CLMAD_MAX_OUTPUTS] = {0};
+    clmad_tensor *p[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS] = {0}, *pt[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS] = {0};
+    clmad_status st = clmad_broadcast_second(ctx, k, node->inputs, tan, act, y, ty, p, pt);
+    if (st != CLMAD_OK)
+        return st;
+    for (int j = 0; j < n_in && st == CLMAD_OK; j++) {
+        if (!io->want[j] || !act[j])
+            continue;
+        for (int o = 0; o < n_out && st == CLMAD_OK; o++) {
+            st = mul_into(ctx, &io->in_adj[j], io->out_adj[o], p[o * n_in + j]);
+            if (st == CLMAD_OK)
+                st = mul_into(ctx, &io->in_adj_tan[j], io->out_adj[o], pt[o * n_in + j]);
+            if (st == CLMAD_OK)
+                st = mul_into(ctx, &io->in_adj_tan[j], io->out_adj_tan[o], p[o * n_in + j]);
+        }
+        if (st == CLMAD_OK)
+            st = unbroadcast(ctx, &io->in_adj[j], node->inputs[j]);
+        if (st == CLMAD_OK)
+            st = unbroadcast(ctx, &io->in_adj_tan[j], node->inputs[j]);
+    }
+    for (int o = 0; o < n_out; o++) {
+        clmad_tensor_release(y[o]);
+        clmad_tensor_release(ty[o]);
+    }
+    for (int i = 0; i < n_out * n_in; i++) {
+        clmad_tensor_release(p[i]);
+        clmad_tensor_release(pt[i]);
+    }
+    return st;
+}
+
+/* The tangent of a sum: the same sum of the tangent, in the output's shape. */
+static clmad_status sum_forward(clmad_context *ctx, clmad_node *node, const int *reduce, double scale,
+                                clmad_hvp_io *io)
+{
+    clmad_tensor *x = io->in_tan[0];
+    if (!x)
+        return CLMAD_OK;
+    int axes[CLMAD_MAX_DIMS], n = 0;
+    for (int d = 0; d < x->ndim; d++)
+        if (reduce[d])
+            axes[n++] = d;
+    clmad_tensor *s = NULL, *r = NULL;
+    clmad_status st = n ? clmad_sum(ctx, x, n, axes, 1, &s) : CLMAD_OK;
+    if (st == CLMAD_OK)
+        st = clmad_reshape(ctx, s ? s : x, node->out_ndim[0], node->out_shape[0], &r);
+    clmad_tensor_release(s);
+    if (st == CLMAD_OK && scale != 1.0) {
+        st = clmad_mul_scalar(ctx, r, scale, &s);
+        clmad_tensor_release(r);
+        r = st == CLMAD_OK ? s : NULL;
+    }
+    io->out_tan[0] = r;
+    return st;
+}
+
+/* g (the output's shape) expanded over the summed axes of x, times scale. */
+static clmad_status sum_expand(clmad_context *ctx, const clmad_tensor *x, const int *reduce, double scale,
+                               clmad_tensor *g, clmad_tensor **out)
+{
+    if (!g)
+        return CLMAD_OK;
+    size_t kept[CLMAD_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++)
+        kept[d] = reduce[d] ? 1 : x->shape[d];
+    clmad_tensor *r = NULL, *z = NULL, *e = NULL;
+    clmad_status st = clmad_reshape(ctx, g, x->ndim, kept, &r);
+    if (st == CLMAD_OK)
+        st = clmad_tensor_zeros(ctx, x->dtype, x->ndim, x->shape, &z);
+    if (st == CLMAD_OK)
+        st = clmad_add(ctx, z, r, &e);
+    clmad_tensor_release(r);
+    clmad_tensor_release(z);
+    if (st == CLMAD_OK && scale != 1.0) {
+        st = clmad_mul_scalar(ctx, e, scale, &r);
+        clmad_tensor_release(e);
+        e = st == CLMAD_OK ? r : NULL;
+    }
+    *out = e;
+    return st;
+}
+
+/* op(A) op(B), batched for 3-d operands. */
+static clmad_status product(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int ta, int tb,
+                            clmad_tensor **out)
+{
+    return a->ndim == 3 ? clmad_bmm(ctx, a, b, ta, tb, out) : clmad_matmul(ctx, a, b, ta, tb, out);
+}
+
+/* P(X, Y) added into *acc, nothing when either is zero. */
+static clmad_status product_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *x, clmad_tensor *y, int ta,
+                                 int tb)
+{
+    if (!x || !y)
+        return CLMAD_OK;
+    clmad_tensor *m;
+    clmad_status st = product(ctx, x, y, ta, tb, &m);
+    return st == CLMAD_OK ? add_into(ctx, acc, m) : st;
+}
+
+/* dA from (G, B): G op(B)^T, or op(B) G^T for a transposed A. */
+static clmad_status adjoint_a(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *g, clmad_tensor *b, int ta,
+                              int tb)
+{
+    return ta ? product_into(ctx, acc, b, g, tb, 1) : product_into(ctx, acc, g, b, 0, !tb);
+}
+
+/* dB from (A, G): op(A)^T G, or G^T op(A) for a transposed B. */
+static clmad_status adjoint_b(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *a, clmad_tensor *g, int ta,
+                              int tb)
+{
+    return tb ? product_into(ctx, acc, g, a, 1, ta) : product_into(ctx, acc, a, g, !ta, 0);
+}
+
+/* dot(a, b), bilinear: sdot = dot(adot, b) + dot(a, bdot); abar = sbar b,
+ * abardot = sbardot b + sbar bdot (and b's likewise). */
+static clmad_status dot_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
+{
+    clmad_status st = CLMAD_OK;
+    for (int j = 0; j < 2 && st == CLMAD_OK; j++) {
+        clmad_tensor *t = io->in_tan[j], *d;
+        if (!t)
+            continue;
+        st = clmad_dot(ctx, t, node->inputs[1 - j], &d);
+        if (st == CLMAD_OK)
+            st = add_into(ctx, &io->out_tan[0], d);
+    }
+    return st;
+}
+
+static clmad_status dot_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
+{
+    clmad_status st = CLMAD_OK;
+    for (int j = 0; j < 2 && st == CLMAD_OK; j++) {
+        if (!io->want[j])
+            continue;
+        clmad_tensor *other = node->inputs[1 - j];
+        st = mul_into(ctx, &io->in_adj[j], other, io->out_adj[0]);
+        if (st == CLMAD_OK)
+            st = mul_into(ctx, &io->in_adj_tan[j], other, io->out_adj_tan[0]);
+        if (st == CLMAD_OK)
+            st = mul_into(ctx, &io->in_adj_tan[j], io->in_tan[1 - j], io->out_adj[0]);
+        if (st == CLMAD_OK)
+            st = unbroadcast(ctx, &io->in_adj[j], node->inputs[j]);
+        if (st == CLMAD_OK)
+            st = unbroadcast(ctx, &io->in_adj_tan[j], node->inputs[j]);
+    }
+    return st;
+}
+
+int clmad__hvp_supported(const clmad_node *node)
+{
+    clmad_kernel *k;
+    uint64_t active;
+    int reduce[CLMAD_MAX_DIMS];
+    double scale;
+    clmad_status st;
+    return clmad__bcast_node(node, &k, &active) || clmad__sum_node(node, reduce, &scale) ||
+           (node->backward == clmad__product_backward && node->data) || clmad__dot_node(node) ||
+           clmad__hvp_shape(NULL, (clmad_node *)node, NULL, 0, &st);
+}
+
+clmad_status clmad__hvp_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
+{
+    clmad_kernel *k;
+    uint64_t active;
+    int reduce[CLMAD_MAX_DIMS];
+    double scale;
+    if (clmad__bcast_node(node, &k, &active))
+        return bcast_forward(ctx, node, k, active, io);
+    if (clmad__sum_node(node, reduce, &scale))
+        return sum_forward(ctx, node, reduce, scale, io);
+    clmad_status st;
+    if (clmad__hvp_shape(ctx, node, io, 0, &st))
+        return st;
+    if (clmad__dot_node(node))
+        return dot_forward(ctx, node, io);
+    const clmad_product_data *d = node->data;
+    clmad_tensor *a = node->inputs[0], *b = node->inputs[1];
+    st = product_into(ctx, &io->out_tan[0], io->in_tan[0], b, d->ta, d->tb);
+    return st == CLMAD_OK ? product_into(ctx, &io->out_tan[0], a, io->in_tan[1], d->ta, d->tb) : st;
+}
+
+clmad_status clmad__hvp_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
+{
+    clmad_kernel *k;
+    uint64_t active;
+    int reduce[CLMAD_MAX_DIMS];
+    double scale;
+    if (clmad__bcast_node(node, &k, &active))
+        return bcast_backward(ctx, node, k, active, io);
+    if (clmad__sum_node(node, reduce, &scale)) {
+        if (!io->want[0])
+            return CLMAD_OK;
+        clmad_status st = sum_expand(ctx, node->inputs[0], reduce, scale, io->out_adj[0], &io->in_adj[0]);
+        return st == CLMAD_OK
+                   ? sum_expand(ctx, node->inputs[0], reduce, scale, io->out_adj_tan[0], &io->in_adj_tan[0])
+                   : st;
+    }
+    clmad_status st;
+    if (clmad__hvp_shape(ctx, node, io, 1, &st))
+        return st;
+    if (clmad__dot_node(node))
+        return dot_backward(ctx, node, io);
+    const clmad_product_data *d = node->data;
+    const int ta = d->ta, tb = d->tb;
+    clmad_tensor *a = node->inputs[0], *b = node->inputs[1], *g = io->out_adj[0], *gt = io->out_adj_tan[0];
+    st = CLMAD_OK;
+    if (io->want[0]) {
+        st = adjoint_a(ctx, &io->in_adj[0], g, b, ta, tb);
+        if (st == CLMAD_OK)
+            st = adjoint_a(ctx, &io->in_adj_tan[0], gt, b, ta, tb);
+        if (st == CLMAD_OK)
+            st = adjoint_a(ctx, &io->in_adj_tan[0], g, io->in_tan[1], ta, tb);
+    }
+    if (io->want[1] && st == CLMAD_OK) {
+        st = adjoint_b(ctx, &io->in_adj[1], a, g, ta, tb);
+        if (st == CLMAD_OK)
+            st = adjoint_b(ctx, &io->in_adj_tan[1], a, gt, ta, tb);
+        if (st == CLMAD_OK)
+            st = adjoint_b(ctx, &io->in_adj_tan[1], io->in_tan[0], g, ta, tb);
+    }
+    return st;
+}

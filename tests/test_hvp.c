@@ -1,0 +1,481 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * clmad_hvp (forward over reverse), f64:
+ *   - against central differences of gradients, (g(p + h v) - g(p - h v)) / 2h
+ *     with g from clmad_backward, on an MLP (matmul, broadcast add, tanh,
+ *     sub, mul, mean), an HM-LSTM cell update (a user broadcast with
+ *     branches on inactive masks, after matmuls) and a user kernel with a
+ *     data-dependent loop (Newton's square root, a different number of
+ *     steps per element);
+ *   - symmetry, u . H v = v . H u, over random programs;
+ *   - refusal of an operation without a rule, naming it, and bad arguments.
+ */
+#include "support.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXP 6
+
+typedef clmad_status (*model_fn)(clmad_context *ctx, clmad_tensor **p, void *env, clmad_tensor **loss);
+
+typedef struct problem {
+    model_fn model;
+    void *env;
+    int n;                     /* parameters */
+    int ndim[MAXP];
+    size_t shape[MAXP][2];
+} problem;
+
+static size_t numel(const problem *pb, int k)
+{
+    return pb->ndim[k] == 1 ? pb->shape[k][0] : pb->shape[k][0] * pb->shape[k][1];
+}
+
+static uint64_t rng_state = 12345;
+static double uniform(void) /* in [-1, 1) */
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(rng_state >> 11) / (double)(1ULL << 53) * 2 - 1;
+}
+
+static clmad_tensor *leaf(clmad_context *ctx, const problem *pb, int k, const double *x)
+{
+    clmad_tensor *t;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, pb->ndim[k], pb->shape[k], x, &t));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(t, 1));
+    return t;
+}
+
+/* Gradients of the loss at x (host arrays per parameter) into g. */
+static void gradient(clmad_context *ctx, const problem *pb, double *const *x, double **g)
+{
+    clmad_tensor *p[MAXP], *loss;
+    for (int k = 0; k < pb->n; k++)
+        p[k] = leaf(ctx, pb, k, x[k]);
+    CHECK_OK(ctx, pb->model(ctx, p, pb->env, &loss));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    for (int k = 0; k < pb->n; k++) {
+        clmad_tensor *gr;
+        CHECK_OK(ctx, clmad_tensor_grad(p[k], &gr));
+        cr_assert_not_null(gr, "parameter %d has a gradient", k);
+        CHECK_OK(ctx, clmad_tensor_read(gr, g[k], numel(pb, k) * sizeof(double)));
+        clmad_tensor_release(gr);
+        clmad_tensor_release(p[k]);
+    }
+    clmad_tensor_release(loss);
+}
+
+/* H v at x into hv through clmad_hvp. */
+static void hvp(clmad_context *ctx, const problem *pb, double *const *x, double *const *v, double **hv)
+{
+    clmad_tensor *p[MAXP], *tv[MAXP], *out[MAXP], *loss;
+    for (int k = 0; k < pb->n; k++) {
+        p[k] = leaf(ctx, pb, k, x[k]);
+        CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, pb->ndim[k], pb->shape[k], v[k], &tv[k]));
+    }
+    CHECK_OK(ctx, pb->model(ctx, p, pb->env, &loss));
+    CHECK_OK(ctx, clmad_hvp(ctx, loss, p, pb->n, tv, out));
+    clmad_tape_clear(ctx);
+    for (int k = 0; k < pb->n; k++) {
+        CHECK_OK(ctx, clmad_tensor_read(out[k], hv[k], numel(pb, k) * sizeof(double)));
+        clmad_tensor_release(out[k]);
+        clmad_tensor_release(tv[k]);
+        clmad_tensor_release(p[k]);
+    }
+    clmad_tensor_release(loss);
+}
+
+static double **alloc_set(const problem *pb, int random)
+{
+    double **s = calloc(MAXP, sizeof *s);
+    for (int k = 0; k < pb->n; k++) {
+        s[k] = malloc(numel(pb, k) * sizeof(double));
+        for (size_t i = 0; i < numel(pb, k); i++)
+            s[k][i] = random ? uniform() : 0;
+    }
+    return s;
+}
+
+static void free_set(const problem *pb, double **s)
+{
+    for (int k = 0; k < pb->n; k++)
+        free(s[k]);
+    free(s);
+}
+
+/* clmad_hvp against central differences of clmad_backward's gradients. */
+static void check_against_differences(clmad_context *ctx, const problem *pb, const char *what)
+{
+    if (!test_device_fp64())
+        cr_skip_test("the device has no fp64");
+    double **x = alloc_set(pb, 1), **v = alloc_set(pb, 1), **hv = alloc_set(pb, 0);
+    double **xp = alloc_set(pb, 0), **xm = alloc_set(pb, 0), **gp = alloc_set(pb, 0), **gm = alloc_set(pb, 0);
+    const double h = 1e-5;
+    for (int k = 0; k < pb->n; k++)
+        for (size_t i = 0; i < numel(pb, k); i++) {
+            xp[k][i] = x[k][i] + h * v[k][i];
+            xm[k][i] = x[k][i] - h * v[k][i];
+        }
+    hvp(ctx, pb, x, v, hv);
+    gradient(ctx, pb, xp, gp);
+    gradient(ctx, pb, xm, gm);
+    double worst = 0, scale = 0;
+    for (int k = 0; k < pb->n; k++)
+        for (size_t i = 0; i < numel(pb, k); i++) {
+            const double fd = (gp[k][i] - gm[k][i]) / (2 * h);
+            worst = fmax(worst, fabs(hv[k][i] - fd));
+            scale = fmax(scale, fabs(fd));
+            cr_expect(fabs(hv[k][i] - fd) <= 1e-6 * fmax(1.0, fabs(fd)),
+                      "%s: H v of parameter %d [%zu] = %.12g, differences of gradients %.12g", what, k, i,
+                      hv[k][i], fd);
+        }
+    cr_expect(scale > 1e-3, "%s: a Hessian that is not ~0 (largest |H v| %g)", what, scale);
+    free_set(pb, x);
+    free_set(pb, v);
+    free_set(pb, hv);
+    free_set(pb, xp);
+    free_set(pb, xm);
+    free_set(pb, gp);
+    free_set(pb, gm);
+}
+
+/* ---- the MLP: mean((tanh(X W1 + b1) W2 + b2 - Y)^2) --------------------- */
+
+enum { MB = 4, MI = 3, MH = 5, MO = 2 };
+
+static clmad_status mlp(clmad_context *ctx, clmad_tensor **p, void *env, clmad_tensor **loss)
+{
+    const int library_loss = env != NULL; /* clmad_mse_loss, made of sub, dot and mul */
+    double xs[MB * MI], ys[MB * MO];
+    for (int i = 0; i < MB * MI; i++)
+        xs[i] = sin(1.0 + i);
+    for (int i = 0; i < MB * MO; i++)
+        ys[i] = cos(2.0 * i);
+    size_t xsh[2] = {MB, MI}, ysh[2] = {MB, MO};
+    clmad_tensor *x, *y, *a, *b, *h, *o, *q, *d, *s;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 2, xsh, xs, &x));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 2, ysh, ys, &y));
+    CHECK_OK(ctx, clmad_matmul(ctx, x, p[0], 0, 0, &a));
+    CHECK_OK(ctx, clmad_add(ctx, a, p[1], &b));
+    CHECK_OK(ctx, clmad_tanh(ctx, b, &h));
+    CHECK_OK(ctx, clmad_matmul(ctx, h, p[2], 0, 0, &o));
+    CHECK_OK(ctx, clmad_add(ctx, o, p[3], &q));
+    if (library_loss) {
+        clmad_status st = clmad_mse_loss(ctx, q, y, loss);
+        clmad_tensor *all[] = {x, y, a, b, h, o, q};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+            clmad_tensor_release(all[i]);
+        return st;
+    }
+    CHECK_OK(ctx, clmad_sub(ctx, q, y, &d));
+    CHECK_OK(ctx, clmad_mul(ctx, d, d, &s));
+    clmad_status st = clmad_mean(ctx, s, 0, NULL, 0, loss);
+    clmad_tensor *all[] = {x, y, a, b, h, o, q, d, s};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        clmad_tensor_release(all[i]);
+    return st;
+}
+
+static const problem MLP = {mlp, NULL, 4, {2, 1, 2, 1}, {{MI, MH}, {MH}, {MH, MO}, {MO}}};
+
+Test(hvp, mlp_against_differences_of_gradients)
+{
+    clmad_context *ctx = test_context();
+    check_against_differences(ctx, &MLP, "MLP");
+    clmad_context_release(ctx);
+}
+
+Test(hvp, mlp_with_mse_loss_against_differences_of_gradients)
+{
+    clmad_context *ctx = test_context();
+    problem pb = MLP;
+    pb.env = &pb;
+    check_against_differences(ctx, &pb, "MLP with clmad_mse_loss");
+    clmad_context_release(ctx);
+}
+
+/* ---- the HM-LSTM cell update, after matmuls ------------------------------ */
+
+static const char *CELL =
+    "T cell(T z, T zb, T c, T f, T i, T g)\n"
+    "{\n"
+    "    if (ad_val(z) == 1) return ad_mul(ad_sigmoid(i), ad_tanh(g));\n"
+    "    if (ad_val(zb) == 0) return c;\n"
+    "    return ad_add(ad_mul(ad_sigmoid(f), c), ad_mul(ad_sigmoid(i), ad_tanh(g)));\n"
+    "}\n";
+
+enum { CB = 6, CI = 3, CH = 4 };
+
+static clmad_status cell_model(clmad_context *ctx, clmad_tensor **p, void *env, clmad_tensor **loss)
+{
+    clmad_kernel *k = env;
+    double xs[CB * CI], zs[CB], zbs[CB];
+    for (int i = 0; i < CB * CI; i++)
+        xs[i] = cos(0.5 + i);
+    for (int r = 0; r < CB; r++) { /* every branch: FLUSH, COPY, UPDATE */
+        zs[r] = r % 3 == 0;
+        zbs[r] = r % 3 == 1 ? 0 : 1;
+    }
+    size_t xsh[2] = {CB, CI}, msh[2] = {CB, 1};
+    clmad_tensor *x, *z, *zb, *f, *i, *g, *c, *sq;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 2, xsh, xs, &x));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 2, msh, zs, &z));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 2, msh, zbs, &zb));
+    CHECK_OK(ctx, clmad_matmul(ctx, x, p[0], 0, 0, &f));
+    CHECK_OK(ctx, clmad_matmul(ctx, x, p[1], 0, 0, &i));
+    CHECK_OK(ctx, clmad_matmul(ctx, x, p[2], 0, 1, &g)); /* a transposed operand too */
+    clmad_tensor *in[6] = {z, zb, p[3], f, i, g};
+    CHECK_OK(ctx, clmad_broadcast(ctx, k, in, &c));
+    CHECK_OK(ctx, clmad_mul(ctx, c, c, &sq));
+    clmad_status st = clmad_sum(ctx, sq, 0, NULL, 0, loss);
+    clmad_tensor *all[] = {x, z, zb, f, i, g, c, sq};
+    for (size_t j = 0; j < sizeof all / sizeof *all; j++)
+        clmad_tensor_release(all[j]);
+    return st;
+}
+
+Test(hvp, hmlstm_cell_against_differences_of_gradients)
+{
+    clmad_context *ctx = test_context();
+    clmad_kernel *k;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, CELL, "cell", 6, 1, &k));
+    /* c is a (1, CH) row broadcast over the batch: its adjoint is reduced. */
+    problem pb = {cell_model, k, 4, {2, 2, 2, 2}, {{CI, CH}, {CI, CH}, {CH, CI}, {1, CH}}};
+    check_against_differences(ctx, &pb, "HM-LSTM cell");
+    clmad_kernel_release(k);
+    clmad_context_release(ctx);
+}
+
+/* ---- a kernel with a data-dependent loop --------------------------------- */
+
+static const char *LOOP =
+    "T newton(T a, T b)\n"
+    "{\n"
+    "    T s = ad_add(ad_square(a), ad_const(1));\n"
+    "    T r = ad_const(1);\n"
+    "    for (int i = 0; i < 60 && fabs(ad_val(r) * ad_val(r) - ad_val(s)) > 1e-15 * ad_val(s); i++)\n"
+    "        r = ad_mulr(ad_add(r, ad_div(s, r)), (real)0.5);\n"
+    "    return ad_mul(ad_sin(ad_mul(r, b)), r);\n"
+    "}\n";
+
+static clmad_status loop_model(clmad_context *ctx, clmad_tensor **p, void *env, clmad_tensor **loss)
+{
+    clmad_tensor *in[2] = {p[0], p[1]}, *y;
+    CHECK_OK(ctx, clmad_broadcast(ctx, env, in, &y));
+    clmad_status st = clmad_sum(ctx, y, 0, NULL, 0, loss);
+    clmad_tensor_release(y);
+    return st;
+}
+
+Test(hvp, data_dependent_loop_against_differences_of_gradients)
+{
+    clmad_context *ctx = test_context();
+    clmad_kernel *k;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, LOOP, "newton", 2, 1, &k));
+    problem pb = {loop_model, k, 2, {1, 1}, {{7}, {7}}};
+    check_against_differences(ctx, &pb, "loop");
+    clmad_kernel_release(k);
+    clmad_context_release(ctx);
+}
+
+/* ---- shape operations ---------------------------------------------------- */
+
+/* sum(c^3) + dot(X, tanh(X)) with c = concat(s, tanh(s)),
+ * s = slice(reshape(transpose(X)), columns 1..5), X (3, 4). */
+static clmad_status shape_model(clmad_context *ctx, clmad_tensor **p, void *env, clmad_tensor **loss)
+{
+    (void)env;
+    const size_t rs[2] = {2, 6};
+    clmad_tensor *t, *r, *s, *th, *c, *c2, *c3, *in[2];
+    CHECK_OK(ctx, clmad_transpose(ctx, p[0], NULL, &t));
+    CHECK_OK(ctx, clmad_reshape(ctx, t, 2, rs, &r));
+    CHECK_OK(ctx, clmad_slice(ctx, r, 1, 1, 5, &s));
+    CHECK_OK(ctx, clmad_tanh(ctx, s, &th));
+    in[0] = s;
+    in[1] = th;
+    CHECK_OK(ctx, clmad_concat(ctx, 2, in, 0, &c));
+    CHECK_OK(ctx, clmad_mul(ctx, c, c, &c2));
+    CHECK_OK(ctx, clmad_mul(ctx, c2, c, &c3));
+    clmad_tensor *d1, *d2;
+    CHECK_OK(ctx, clmad_sum(ctx, c3, 0, NULL, 0, &d1));
+    clmad_tensor *tx;
+    CHECK_OK(ctx, clmad_tanh(ctx, p[0], &tx));
+    CHECK_OK(ctx, clmad_dot(ctx, p[0], tx, &d2)); /* dot: bilinear, both sides depend on X */
+    clmad_tensor_release(tx);
+    clmad_status st = clmad_add(ctx, d1, d2, loss);
+    clmad_tensor_release(d1);
+    clmad_tensor_release(d2);
+    clmad_tensor *all[] = {t, r, s, th, c, c2, c3};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        clmad_tensor_release(all[i]);
+    return st;
+}
+
+Test(hvp, shape_operations_and_dot_against_differences_of_gradients)
+{
+    clmad_context *ctx = test_context();
+    problem pb = {shape_model, NULL, 1, {2}, {{3, 4}}};
+    check_against_differences(ctx, &pb, "shape operations");
+    clmad_context_release(ctx);
+}
+
+/* ---- symmetry over random programs --------------------------------------- */
+
+/* A random chain on a (3, 4) value: each step one of matmul by a (4, 4)
+ * parameter, + a (4) parameter row, * a (3, 4) parameter, tanh, sigmoid,
+ * exp of a scaled value, a user kernel mixing two tensors, halves swapped
+ * by slice and concat, reshape and transpose; then the mean, or a dot. */
+typedef struct program {
+    int steps, op[8], dot_loss;
+    clmad_kernel *k;
+} program;
+
+static clmad_status random_program(clmad_context *ctx, clmad_tensor **p, void *env, clmad_tensor **loss)
+{
+    const program *pr = env;
+    clmad_tensor *cur;
+    CHECK_OK(ctx, clmad_mul(ctx, p[0], p[0], &cur));
+    for (int s = 0; s < pr->steps; s++) {
+        clmad_tensor *next = NULL, *tmp = NULL;
+        switch (pr->op[s]) {
+        case 0: CHECK_OK(ctx, clmad_matmul(ctx, cur, p[1], 0, 0, &next)); break;
+        case 1: CHECK_OK(ctx, clmad_add(ctx, cur, p[2], &next)); break;
+        case 2: CHECK_OK(ctx, clmad_mul(ctx, cur, p[3], &next)); break;
+        case 3: CHECK_OK(ctx, clmad_tanh(ctx, cur, &next)); break;
+        case 4: CHECK_OK(ctx, clmad_sigmoid(ctx, cur, &next)); break;
+        case 5:
+            CHECK_OK(ctx, clmad_mul_scalar(ctx, cur, 0.3, &tmp));
+            CHECK_OK(ctx, clmad_exp(ctx, tmp, &next));
+            break;
+        case 6: {
+            clmad_tensor *in[2] = {cur, p[3]};
+            CHECK_OK(ctx, clmad_broadcast(ctx, pr->k, in, &next));
+            break;
+        }
+        case 7: { /* the two column halves swapped: slice and concat */
+            clmad_tensor *half[2];
+            CHECK_OK(ctx, clmad_slice(ctx, cur, 1, 2, 4, &half[0]));
+            CHECK_OK(ctx, clmad_slice(ctx, cur, 1, 0, 2, &half[1]));
+            CHECK_OK(ctx, clmad_concat(ctx, 2, half, 1, &next));
+            clmad_tensor_release(half[0]);
+            clmad_tensor_release(half[1]);
+            break;
+        }
+        default: { /* reshape to (4, 3), then transpose back to (3, 4) */
+            const size_t rs[2] = {4, 3};
+            CHECK_OK(ctx, clmad_reshape(ctx, cur, 2, rs, &tmp));
+            CHECK_OK(ctx, clmad_transpose(ctx, tmp, NULL, &next));
+        }
+        }
+        clmad_tensor_release(tmp);
+        clmad_tensor_release(cur);
+        cur = next;
+    }
+    /* The loss: a mean, or a dot with a parameter. */
+    clmad_status st = pr->dot_loss ? clmad_dot(ctx, cur, p[3], loss) : clmad_mean(ctx, cur, 0, NULL, 0, loss);
+    clmad_tensor_release(cur);
+    return st;
+}
+
+Test(hvp, symmetric_over_random_programs)
+{
+    clmad_context *ctx = test_context();
+    if (!test_device_fp64())
+        cr_skip_test("the device has no fp64");
+    clmad_kernel *k;
+    CHECK_OK(ctx, clmad_kernel_create(ctx,
+                                      "T mix(T a, T b) { return ad_gt(a, b) ? ad_mul(ad_sin(a), b) : "
+                                      "ad_div(a, ad_addr(ad_square(b), (real)1)); }",
+                                      "mix", 2, 1, &k));
+    program pr = {.k = k};
+    problem pb = {random_program, &pr, 4, {2, 2, 1, 2}, {{3, 4}, {4, 4}, {4}, {3, 4}}};
+    for (int trial = 0; trial < 16; trial++) {
+        pr.steps = 2 + trial % 5;
+        pr.dot_loss = trial % 2;
+        for (int s = 0; s < pr.steps; s++)
+            pr.op[s] = (int)((uniform() + 1) * 4.5) % 9;
+        double **x = alloc_set(&pb, 1), **u = alloc_set(&pb, 1), **v = alloc_set(&pb, 1);
+        double **hu = alloc_set(&pb, 0), **hv = alloc_set(&pb, 0);
+        hvp(ctx, &pb, x, u, hu);
+        hvp(ctx, &pb, x, v, hv);
+        double uhv = 0, vhu = 0, size = 0;
+        for (int q = 0; q < pb.n; q++)
+            for (size_t i = 0; i < numel(&pb, q); i++) {
+                uhv += u[q][i] * hv[q][i];
+                vhu += v[q][i] * hu[q][i];
+                size += fabs(u[q][i] * hv[q][i]);
+            }
+        cr_expect(fabs(uhv - vhu) <= 1e-10 * fmax(1.0, size),
+                  "program %d (%d steps, first op %d): u.Hv = %.17g but v.Hu = %.17g", trial, pr.steps, pr.op[0],
+                  uhv, vhu);
+        free_set(&pb, x);
+        free_set(&pb, u);
+        free_set(&pb, v);
+        free_set(&pb, hu);
+        free_set(&pb, hv);
+    }
+    clmad_kernel_release(k);
+    clmad_context_release(ctx);
+}
+
+/* ---- refusals ------------------------------------------------------------- */
+
+Test(hvp, refuses_an_operation_without_a_rule)
+{
+    clmad_context *ctx = test_context();
+    const size_t n = 4;
+    clmad_tensor *x, *s, *loss, *v, *hv = NULL;
+    CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, &n, 0.5, &x));
+    CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, &n, 1.0, &v));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(x, 1));
+    CHECK_OK(ctx, clmad_softmax(ctx, x, 0, &s));
+    CHECK_OK(ctx, clmad_sum(ctx, s, 0, NULL, 0, &loss));
+    cr_expect_eq(clmad_hvp(ctx, loss, &x, 1, &v, &hv), CLMAD_ERR_UNSUPPORTED);
+    cr_expect(test_contains(clmad_last_error(ctx), "softmax"), "names the operation: %s", clmad_last_error(ctx));
+    cr_expect_null(hv, "nothing written");
+    /* The tape is untouched: backward still works. */
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    /* And now the tape is consumed. */
+    cr_expect_eq(clmad_hvp(ctx, loss, &x, 1, &v, &hv), CLMAD_ERR_STATE);
+    clmad_tensor *all[] = {x, s, loss, v};
+    for (size_t i = 0; i < 4; i++)
+        clmad_tensor_release(all[i]);
+    clmad_context_release(ctx);
+}
+
+Test(hvp, bad_arguments)
+{
+    clmad_context *ctx = test_context();
+    const size_t n = 4, m = 3;
+    clmad_tensor *x, *y, *loss, *v, *w, *hv[2] = {0};
+    CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, &n, 0.5, &x));
+    CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, &n, 1.0, &v));
+    CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, &m, 1.0, &w));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(x, 1));
+    CHECK_OK(ctx, clmad_tanh(ctx, x, &y));
+    CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &loss));
+    clmad_tensor *two[2] = {x, x}, *vv[2] = {v, v};
+    cr_expect_eq(clmad_hvp(ctx, loss, &x, 1, &w, hv), CLMAD_ERR_SHAPE);
+    cr_expect_eq(clmad_hvp(ctx, y, &x, 1, &v, hv), CLMAD_ERR_SHAPE);
+    cr_expect_eq(clmad_hvp(ctx, loss, two, 2, vv, hv), CLMAD_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(clmad_hvp(ctx, loss, &y, 1, &v, hv), CLMAD_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(clmad_hvp(ctx, loss, &x, 0, &v, hv), CLMAD_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(clmad_hvp(ctx, loss, &x, 1, NULL, hv), CLMAD_ERR_INVALID_ARGUMENT);
+    cr_expect_null(hv[0], "nothing written");
+    /* tanh'' on a closed form: H v = tanh''(x) v = -2 tanh(x) (1 - tanh(x)^2). */
+    CHECK_OK(ctx, clmad_hvp(ctx, loss, &x, 1, &v, hv));
+    float got[4];
+    CHECK_OK(ctx, clmad_tensor_read(hv[0], got, sizeof got));
+    const double t = tanh(0.5), want = -2 * t * (1 - t * t);
+    for (int i = 0; i < 4; i++)
+        cr_expect(fabs(got[i] - want) <= 1e-5, "H v [%d] = %g, closed form %g", i, got[i], want);
+    clmad_tensor_release(hv[0]);
+    clmad_tape_clear(ctx);
+    clmad_tensor *all[] = {x, y, loss, v, w};
+    for (size_t i = 0; i < 5; i++)
+        clmad_tensor_release(all[i]);
+    clmad_context_release(ctx);
+}

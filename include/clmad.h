@@ -587,6 +587,26 @@ CLMAD_API clmad_dtype clmad_tensor_dtype(const clmad_tensor *t);
  *
  * One output:      T   fn(T x0, T x1, ...);
  * Several outputs: void fn(T x0, T x1, ..., T *y0, T *y1, ...);
+ *
+ * Integer parameters: among the inputs, a parameter declared `int`, `long`
+ * or `uchar` (or `unsigned char`; `const` allowed) takes an integer tensor
+ * of dtype CLMAD_I32, CLMAD_I64 or CLMAD_U8 respectively, so that the
+ * function can branch on a label or a mask:
+ *     T f(T x, int label) { if (label == 2) return x * x; return x + 1; }
+ * It broadcasts with the other inputs like any input (same shape rules),
+ * and the function receives its element as is, with its integer type, in
+ * every variant (never a dual number). It has no partials, no gradient and
+ * no tangent: the tape never differentiates it, clmad_broadcast_partials
+ * gives NULL for it (and refuses active[j] set on it), clmad_broadcast_jvp
+ * refuses a tangent for it, and clmad_gradcheck refuses a kernel that has
+ * one (CLMAD_ERR_INVALID_ARGUMENT). At least one input must be T: the T
+ * inputs share one float dtype, which the outputs take. Other parameter
+ * types (float, double, uint, short, pointers, ...) are refused at
+ * creation, and so is an output that is not T (T * for several outputs).
+ * At a call, a tensor of another dtype than its parameter declares (a
+ * float tensor for an int, an i32 tensor for a long, an integer tensor for
+ * a T) fails with CLMAD_ERR_DTYPE naming the parameter: "clmad_broadcast(f):
+ * parameter 2 (\"label\") is int, so input 1 must be of dtype i32; it is f64".
  * The source may hold helper functions over T; as OpenCL C requires, none
  * may call itself, directly or through others: the front end refuses
  * recursion with an error at the call that closes the cycle ("function f
@@ -625,7 +645,8 @@ typedef struct clmad_kernel clmad_kernel;
 
 /**
  * Creates a kernel from OpenCL C source holding function fn_name with
- * n_inputs T inputs (1..64) and n_outputs outputs (1..16). The source is
+ * n_inputs inputs (1..64: T, or integer parameters int, long, uchar; see
+ * "Integer parameters" above) and n_outputs outputs (1..16). The source is
  * lowered (clmad_lower_source) and compiled at once, with T = float
  * (values) and with T a dual number (derivatives, f32), so that mistakes
  * surface here: what the front end cannot see through (an operator on T
@@ -641,8 +662,9 @@ typedef struct clmad_kernel clmad_kernel;
  * does not have the expected signature. The signature is checked before
  * anything compiles and said in the source's terms, at the line of fn's
  * definition: "no function g in the source (it defines f)", "f takes 3
- * parameters, n_inputs is 2", "every input of f must be T: parameter 2
- * is \"float y\"", "f returns void, the form of a function of several
+ * parameters, n_inputs is 2", "every input of f must be T, or an integer
+ * parameter int, long or uchar: parameter 2 is \"float y\"", "f has no T
+ * input: ...", "f returns void, the form of a function of several
  * outputs ...", "every output of f must be T * ..." (a definition made by
  * a macro, or through a type name of the source's own, is left to the
  * compiler);
@@ -683,7 +705,9 @@ CLMAD_API void clmad_kernel_release(clmad_kernel *k);
 /**
  * Evaluates the kernel elementwise over the broadcast of its inputs
  * (NumPy rules, up to CLMAD_MAX_DIMS dimensions; 0-d tensors are scalars).
- * inputs holds n_inputs tensors of one dtype. outputs receives n_outputs new
+ * inputs holds n_inputs tensors: the T ones of one float dtype, which the
+ * outputs take, and each integer parameter's of the dtype it declares
+ * (CLMAD_ERR_DTYPE otherwise, naming the parameter). outputs receives n_outputs new
  * tensors of the broadcast shape, owned by the caller. When an input
  * requires a gradient (and recording is on), the call records a node on the
  * tape (see "Reverse mode"); the tape then holds references to the inputs
@@ -701,7 +725,9 @@ CLMAD_API clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clma
  * active[j] != 0 marks input j as differentiated (active may be NULL: all).
  * partials receives n_outputs * n_inputs entries: partials[o * n_inputs + j]
  * is a new tensor of the output shape holding d out_o / d in_j at every
- * element for an active input, and NULL for an inactive one. Only active
+ * element for an active input, and NULL for an inactive one or an integer
+ * parameter (active NULL means every T input; active[j] set on an integer
+ * parameter fails with CLMAD_ERR_INVALID_ARGUMENT). Only active
  * inputs take partial slots (dual arity K = number of active inputs); above
  * the chunk cap the dual kernel runs once per chunk. All new tensors are
  * owned by the caller. Records nothing on the tape. Errors as clmad_broadcast.
@@ -712,7 +738,9 @@ CLMAD_API clmad_status clmad_broadcast_partials(clmad_context *ctx, clmad_kernel
 
 /**
  * Forward mode: a Jacobian-vector product. tangents[j] has the shape of
- * inputs[j] (it is broadcast the same way), or is NULL for a zero tangent.
+ * inputs[j] (it is broadcast the same way), or is NULL for a zero tangent
+ * (always NULL for an integer parameter: CLMAD_ERR_INVALID_ARGUMENT
+ * otherwise).
  * outputs and out_tangents each receive n_outputs new tensors of the output
  * shape, owned by the caller: out_tangents[o] = sum_j d out_o/d in_j * t_j.
  * One dual kernel with a single partial, whatever the number of inputs.
@@ -795,7 +823,8 @@ CLMAD_API clmad_status clmad_hvp(clmad_context *ctx, clmad_tensor *loss, clmad_t
  * and leaves worst untouched on failure.
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, n_points = 0, n_points so
  * large that its buffers' sizes overflow size_t, a kernel of another
- * context), CLMAD_ERR_OUT_OF_MEMORY (n_points values above the device's
+ * context, a kernel with an integer parameter: check those through the
+ * tape), CLMAD_ERR_OUT_OF_MEMORY (n_points values above the device's
  * maximum allocation), CLMAD_ERR_UNSUPPORTED (f64 without device fp64), and
  * the errors of clmad_broadcast.
  */

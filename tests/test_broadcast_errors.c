@@ -288,7 +288,7 @@ Test(broadcast_errors, signature_errors_in_the_users_terms)
                            "source:1:3: error: add2 takes 2 parameters; with n_inputs 2 and n_outputs 2 it takes 4: "
                            "the inputs as T, then a T * per output");
     expect_signature_error(ctx, "T f(T x, float y) { return ad_mulr(x, y); }\n", "f", 2, 1,
-                           "source:1:10: error: every input of f must be T: parameter 2 is \"float y\"");
+                           "source:1:10: error: every input of f must be T, or an integer parameter int, long or uchar: parameter 2 is \"float y\"");
     expect_signature_error(ctx,
                            "/* a helper */\n"
                            "real half_of(real q) { return q / 2; }\n"
@@ -297,9 +297,9 @@ Test(broadcast_errors, signature_errors_in_the_users_terms)
                            "{\n"
                            "    return ad_mulr(x, half_of(y));\n"
                            "}\n",
-                           "f", 2, 1, "source:4:5: error: every input of f must be T: parameter 2 is \"const real y\"");
+                           "f", 2, 1, "source:4:5: error: every input of f must be T, or an integer parameter int, long or uchar: parameter 2 is \"const real y\"");
     expect_signature_error(ctx, "T p(T *a) { return *a; }\n", "p", 1, 1,
-                           "source:1:5: error: every input of p must be T: parameter 1 is \"T *a\"");
+                           "source:1:5: error: every input of p must be T, or an integer parameter int, long or uchar: parameter 1 is \"T *a\"");
     expect_signature_error(ctx, "float h(T a) { return ad_val(a); }\n", "h", 1, 1,
                            "source:1:7: error: h returns float: its one output must be T");
     const char *two = "\nvoid two(T a, T *y0, T *y1) { *y0 = a; *y1 = ad_neg(a); }\n";

@@ -10,6 +10,36 @@
 #include <stdio.h>
 #include <string.h>
 
+/* "parameter J (\"name\")" of input j of k, for messages (1-based, as the
+ * source counts; the name where the check saw it). */
+static const char *parameter(const clmad_kernel *k, int j, char *buf, size_t cap)
+{
+    if (k->params[j].name[0])
+        snprintf(buf, cap, "parameter %d (\"%s\")", j + 1, k->params[j].name);
+    else
+        snprintf(buf, cap, "parameter %d", j + 1);
+    return buf;
+}
+
+/* Input j is a tensor of the type its parameter declares: an integer
+ * parameter's dtype, or a float tensor for T. */
+static clmad_status check_parameter_type(clmad_context *ctx, clmad_kernel *k, const clmad_tensor *x, int j,
+                                         const char *call)
+{
+    char p[64];
+    const int want = k->params[j].dtype;
+    if (want != LOWER_PARAM_T && x->dtype != (clmad_dtype)want)
+        return clmad__fail(ctx, CLMAD_ERR_DTYPE, "%s(%s): %s is %s, so input %d must be of dtype %s; it is %s",
+                           call, k->fn_name, parameter(k, j, p, sizeof p), clmad__integer_type((clmad_dtype)want),
+                           j, clmad_dtype_name((clmad_dtype)want), clmad_dtype_name(x->dtype));
+    if (want == LOWER_PARAM_T && x->dtype != CLMAD_F32 && x->dtype != CLMAD_F64)
+        return clmad__fail(ctx, CLMAD_ERR_DTYPE,
+                           "%s(%s): %s is T, so input %d must be a float tensor; it is %s (an integer tensor "
+                           "binds a parameter declared int, long or uchar)",
+                           call, k->fn_name, parameter(k, j, p, sizeof p), j, clmad_dtype_name(x->dtype));
+    return CLMAD_OK;
+}
+
 /* Checks the arguments common to every broadcast call and plans the shapes. */
 static clmad_status check_and_plan(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
                                    const char *call, clmad_bcast_plan *plan)
@@ -31,15 +61,29 @@ static clmad_status check_and_plan(clmad_context *ctx, clmad_kernel *k, clmad_te
         clmad_status st = clmad__check_same_context(ctx, inputs[j], what, "input %d", j);
         if (st != CLMAD_OK)
             return st;
-        if (inputs[j]->dtype != inputs[0]->dtype)
-            return clmad__fail(ctx, CLMAD_ERR_DTYPE,
-                               "%s(%s): input %d is %s but input 0 is %s; inputs must share one dtype",
-                               call, k->fn_name, j, clmad_dtype_name(inputs[j]->dtype),
-                               clmad_dtype_name(inputs[0]->dtype));
     }
-    clmad_status st = clmad__require_float(ctx, inputs[0], what, "input 0");
+    const int first = k->first_T;
+    int integers = 0;
+    for (int j = 0; j < k->n_inputs; j++)
+        integers |= clmad__kernel_integer(k, j);
+    clmad_status st = CLMAD_OK;
+    /* Every input against its parameter where some are integer (an all-T
+     * kernel keeps the checks below, and their messages). */
+    for (int j = 0; integers && j < k->n_inputs && st == CLMAD_OK; j++)
+        st = check_parameter_type(ctx, k, inputs[j], j, call);
+    if (st != CLMAD_OK)
+        return st;
+    for (int j = 0; j < k->n_inputs; j++)
+        if (!clmad__kernel_integer(k, j) && inputs[j]->dtype != inputs[first]->dtype)
+            return clmad__fail(ctx, CLMAD_ERR_DTYPE,
+                               "%s(%s): input %d is %s but input %d is %s; inputs must share one dtype",
+                               call, k->fn_name, j, clmad_dtype_name(inputs[j]->dtype), first,
+                               clmad_dtype_name(inputs[first]->dtype));
+    char first_name[32];
+    snprintf(first_name, sizeof first_name, "input %d", first);
+    st = clmad__require_float(ctx, inputs[first], what, first_name);
     if (st == CLMAD_OK)
-        st = clmad__check_dtype(ctx, inputs[0]->dtype);
+        st = clmad__check_dtype(ctx, inputs[first]->dtype);
     if (st != CLMAD_OK)
         return st;
     return clmad__plan_broadcast(ctx, what, inputs, k->n_inputs, plan);
@@ -79,10 +123,19 @@ clmad_status clmad_broadcast_partials(clmad_context *ctx, clmad_kernel *k,
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
                            "clmad_broadcast_partials(%s): outputs and partials must not be NULL",
                            k->fn_name);
+    for (int j = 0; active && j < k->n_inputs; j++)
+        if (active[j] && clmad__kernel_integer(k, j)) {
+            char p[64];
+            return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                               "clmad_broadcast_partials(%s): active[%d] is set, but %s is an integer "
+                               "parameter, which has no partials",
+                               k->fn_name, j, parameter(k, j, p, sizeof p));
+        }
     return clmad__bcast_run_partials(k, &plan, inputs, active, outputs, partials);
 }
 
-/* Each non-NULL tangent: of ctx, with its input's dtype and shape. */
+/* Each non-NULL tangent: of a T parameter (an integer one has none), of ctx,
+ * with its input's dtype and shape. */
 static clmad_status check_tangents(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
                                    clmad_tensor *const *tangents, const char *call)
 {
@@ -90,6 +143,13 @@ static clmad_status check_tangents(clmad_context *ctx, clmad_kernel *k, clmad_te
         const clmad_tensor *t = tangents[j], *x = inputs[j];
         if (!t)
             continue;
+        if (clmad__kernel_integer(k, j)) {
+            char p[64];
+            return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                               "%s(%s): tangent %d is given, but %s is an integer parameter, "
+                               "which has no tangent (pass NULL)",
+                               call, k->fn_name, j, parameter(k, j, p, sizeof p));
+        }
         char what[160];
         snprintf(what, sizeof what, "%s(%s)", call, k->fn_name);
         clmad_status st = clmad__check_same_context(ctx, t, what, "tangent %d", j);
@@ -121,7 +181,7 @@ clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, clmad_tens
     st = check_tangents(ctx, k, inputs, tangents, "clmad_broadcast_jvp");
     if (st != CLMAD_OK)
         return st;
-    clmad_dtype dtype = inputs[0]->dtype;
+    clmad_dtype dtype = clmad__bcast_dtype(k, inputs);
     clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0}, *dvalues[CLMAD_MAX_OUTPUTS] = {0};
     st = clmad__bcast_new_outputs(ctx, &plan, dtype, k->n_outputs, values);
     if (st == CLMAD_OK)
@@ -162,6 +222,14 @@ clmad_status clmad_broadcast_second(clmad_context *ctx, clmad_kernel *k, clmad_t
     st = check_tangents(ctx, k, inputs, tangents, "clmad_broadcast_second");
     if (st != CLMAD_OK)
         return st;
+    for (int j = 0; active && j < k->n_inputs; j++)
+        if (active[j] && clmad__kernel_integer(k, j)) {
+            char p[64];
+            return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                               "clmad_broadcast_second(%s): active[%d] is set, but %s is an integer "
+                               "parameter, which has no partials",
+                               k->fn_name, j, parameter(k, j, p, sizeof p));
+        }
     for (int j = 0; j < k->n_inputs; j++)
         if (tangents[j] && active && !active[j])
             return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
@@ -171,7 +239,7 @@ clmad_status clmad_broadcast_second(clmad_context *ctx, clmad_kernel *k, clmad_t
     clmad_tensor *full[CLMAD_MAX_INPUTS] = {0}, *zeros[CLMAD_MAX_INPUTS] = {0};
     for (int j = 0; j < k->n_inputs && st == CLMAD_OK; j++) {
         full[j] = tangents[j];
-        if (!tangents[j] && (!active || active[j])) {
+        if (!tangents[j] && (!active || active[j]) && !clmad__kernel_integer(k, j)) {
             st = clmad_tensor_zeros(ctx, inputs[j]->dtype, inputs[j]->ndim, inputs[j]->shape, &zeros[j]);
             full[j] = zeros[j];
         }

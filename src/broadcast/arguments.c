@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The name and argument list of a generated kernel, and the signature
- * written from them. */
+/* The name and argument list of a generated kernel, the types of its
+ * inputs, and the signature written from them. */
 #include "broadcast/codegen.h"
 
 const char *clmad__kernel_name(clmad_mode mode)
@@ -13,6 +13,16 @@ const char *clmad__kernel_name(clmad_mode mode)
     case CLMAD_MODE_SECOND: return "clmad__bcast_second";
     default: return "clmad__bcast_stored";
     }
+}
+
+const char *clmad__integer_type(clmad_dtype dtype)
+{
+    return dtype == CLMAD_I32 ? "int" : dtype == CLMAD_I64 ? "long" : "uchar";
+}
+
+const char *clmad__input_type(const clmad_variant *v, int j)
+{
+    return v->integer[j] ? clmad__integer_type((clmad_dtype)v->integer[j]) : "T";
 }
 
 static clmad_kernel_arg arg(clmad_arg_kind kind, int o, int s, int j, int d)
@@ -117,6 +127,8 @@ void clmad__emit_signature(clmad_strbuf *sb, const clmad_variant *v)
         const char *format = PARAMETER[a->kind].format, *by = PARAMETER[a->kind].by;
         if (a->kind == CLMAD_ARG_COUNT)
             clmad__sb_printf(sb, format, clmad__kernel_name(v->mode));
+        else if (a->kind == CLMAD_ARG_INPUT && v->integer[a->j])
+            clmad__sb_printf(sb, ",\n    __global const %s *restrict clmad__x%d", clmad__input_type(v, a->j), a->j);
         else if (by[1])
             clmad__sb_printf(sb, format, index_of(a, by[0]), index_of(a, by[1]));
         else

@@ -21,7 +21,8 @@ int clmad__variant_equal(const clmad_variant *a, const clmad_variant *b)
         a->row_runs != b->row_runs)
         return 0;
     size_t n = (size_t)a->n_inputs, K = (size_t)a->K;
-    return memcmp(a->access, b->access, n) == 0 && memcmp(a->last_step, b->last_step, n) == 0 &&
+    return memcmp(a->access, b->access, n) == 0 && memcmp(a->integer, b->integer, n) == 0 &&
+           memcmp(a->last_step, b->last_step, n) == 0 &&
            memcmp(a->slot, b->slot, n) == 0 && memcmp(a->accumulate, b->accumulate, K) == 0;
 }
 
@@ -82,18 +83,33 @@ static void emit_call_head(clmad_strbuf *sb, const clmad_variant *v, const char 
     clmad__sb_append(sb, ")");
 }
 
+/* "uchar" where v has a uchar parameter (an OpenCL typedef, which a user
+ * macro may redefine; int and long are keywords), NULL-terminated. */
+static void integer_words(const clmad_variant *v, const char **words)
+{
+    int n = 0;
+    for (int j = 0; j < v->n_inputs && !n; j++)
+        if (v->integer[j] == (char)CLMAD_U8)
+            words[n++] = "uchar";
+    words[n] = NULL;
+}
+
 /* After the user's source: the definition of clmad__call, whose few words
  * (T, void, return, __private) are set aside from the user's macros. */
 static void emit_call_definition(clmad_strbuf *sb, const clmad_variant *v, const char *fn)
 {
     static const char *const words[] = {"T", "void", "return", "__private", NULL};
+    const char *integers[2];
+    integer_words(v, integers);
     clmad__unmacro(sb, words);
+    clmad__unmacro(sb, integers);
     clmad__sb_append(sb, "#line 1 \"clmad-call\"\n");
     emit_call_head(sb, v, "");
     clmad__sb_printf(sb, "\n{\n    %s%s(", v->n_outputs == 1 ? "return " : "", fn);
     clmad__emit_call_arguments(sb, v, "", "");
     clmad__sb_append(sb, ");\n}\n");
     clmad__remacro(sb, words);
+    clmad__remacro(sb, integers);
 }
 
 int clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char *user_source,

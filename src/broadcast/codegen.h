@@ -39,6 +39,9 @@ typedef struct clmad_variant {
     int K;                              /* partials carried (0 for PRIMAL, 1 for JVP) */
     int nd;                             /* collapsed rank, when any input is strided */
     char access[CLMAD_MAX_INPUTS];      /* clmad_access per input */
+    char integer[CLMAD_MAX_INPUTS];     /* 0: input j is T; else the dtype (CLMAD_I32, CLMAD_I64,
+                                           CLMAD_U8) of an integer parameter, read and passed as
+                                           int, long, uchar, never seeded */
     char last_step[CLMAD_MAX_INPUTS];   /* strided input j (nd > 0): CLMAD_STEP_* */
     signed char slot[CLMAD_MAX_INPUTS]; /* PARTIALS, SECOND: slot seeded by input j, or -1;
                                            SECOND: CLMAD_SLOT_TANGENT_ONLY for an input with a
@@ -98,8 +101,13 @@ typedef struct clmad_kernel_arg {
  * kernel that v generates, in order; returns how many. */
 int clmad__kernel_arguments(const clmad_variant *v, clmad_kernel_arg *args);
 
+/* The OpenCL C type of an integer parameter of dtype CLMAD_I32, CLMAD_I64
+ * or CLMAD_U8 (int, long, uchar), and of input j of v ("T" or that). */
+const char *clmad__integer_type(clmad_dtype dtype);
+const char *clmad__input_type(const clmad_variant *v, int j);
+
 /* 1 if a and b generate the same program: every field compared, the arrays
- * over their meaningful prefix (access and slot over n_inputs, accumulate
+ * over their meaningful prefix (access, integer and slot over n_inputs, accumulate
  * over K), so that what a caller left beyond them does not count. This is
  * the identity of a kernel's cached variants. */
 int clmad__variant_equal(const clmad_variant *a, const clmad_variant *b);

@@ -108,8 +108,14 @@ static void emit_row_offsets(clmad_strbuf *sb, const clmad_variant *v)
 
 void clmad__emit_call_arguments(clmad_strbuf *sb, const clmad_variant *v, const char *input, const char *output)
 {
-    for (int j = 0; j < v->n_inputs; j++)
-        clmad__sb_printf(sb, "%s%sclmad__a%d", j ? ", " : "", input, j);
+    for (int j = 0; j < v->n_inputs; j++) {
+        /* a typed list ("T "): an integer parameter as its own type */
+        const char *type = input[0] && v->integer[j] ? clmad__input_type(v, j) : NULL;
+        if (type)
+            clmad__sb_printf(sb, "%s%s clmad__a%d", j ? ", " : "", type, j);
+        else
+            clmad__sb_printf(sb, "%s%sclmad__a%d", j ? ", " : "", input, j);
+    }
     if (v->n_outputs > 1)
         for (int o = 0; o < v->n_outputs; o++)
             clmad__sb_printf(sb, ", %sclmad__b%d", output, o);
@@ -187,11 +193,16 @@ void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v)
     /* Inputs through the helpers of emit_helpers: the wrapper names no
      * field of T. */
     for (int j = 0; j < v->n_inputs; j++) {
-        const int seeded = (v->mode == CLMAD_MODE_PARTIALS || v->mode == CLMAD_MODE_VJP ||
+        /* An integer parameter is read as it is: no seed, no tangent. */
+        const int seeded = !v->integer[j] &&
+                           (v->mode == CLMAD_MODE_PARTIALS || v->mode == CLMAD_MODE_VJP ||
                             v->mode == CLMAD_MODE_SECOND) && v->slot[j] >= 0;
-        const int tangent = (v->mode == CLMAD_MODE_JVP && v->slot[j]) ||
-                            (v->mode == CLMAD_MODE_SECOND && v->slot[j] != -1);
-        if (seeded && tangent)
+        const int tangent = !v->integer[j] &&
+                            ((v->mode == CLMAD_MODE_JVP && v->slot[j]) ||
+                             (v->mode == CLMAD_MODE_SECOND && v->slot[j] != -1));
+        if (v->integer[j])
+            clmad__sb_printf(sb, "    const %s clmad__a%d = clmad__x%d[", clmad__input_type(v, j), j, j);
+        else if (seeded && tangent)
             clmad__sb_printf(sb, "    T clmad__a%d = clmad__seed%d(clmad__x%d[", j, v->slot[j], j);
         else if (seeded)
             clmad__sb_printf(sb, "    T clmad__a%d = clmad__seed%d(clmad__x%d[", j, v->slot[j], j);
@@ -204,7 +215,7 @@ void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v)
             clmad__sb_printf(sb, "], clmad__tx%d[", j);
             emit_index(sb, v, j);
         }
-        clmad__sb_append(sb, "]);\n");
+        clmad__sb_append(sb, v->integer[j] ? "];\n" : "]);\n");
     }
     for (int o = 0; o < v->n_outputs; o++)
         clmad__sb_printf(sb, "    T clmad__b%d;\n", o);

@@ -124,6 +124,13 @@ clmad_status clmad_gradcheck(clmad_context *ctx, clmad_kernel *k, clmad_dtype dt
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_gradcheck: the kernel belongs to another context");
     if (dtype != CLMAD_F32 && dtype != CLMAD_F64)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_gradcheck: unknown dtype %d", (int)dtype);
+    for (int j = 0; j < k->n_inputs; j++)
+        if (clmad__kernel_integer(k, j))
+            return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                               "clmad_gradcheck(%s): parameter %d (\"%s\") is an integer parameter; gradcheck "
+                               "takes kernels whose inputs are all T (check one with integer parameters "
+                               "through the tape, or wrap it in an all-T kernel)",
+                               k->fn_name, j + 1, k->params[j].name);
     clmad_status st = clmad__check_open(ctx, "clmad_gradcheck");
     if (st == CLMAD_OK)
         st = clmad__check_dtype(ctx, dtype);

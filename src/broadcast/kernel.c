@@ -45,7 +45,10 @@ static void dual_variant(const clmad_kernel *k, clmad_variant *v)
 {
     const clmad_context *ctx = k->ctx;
     const int n_in = k->n_inputs, n_out = k->n_outputs;
-    const int K = clmad__chunk_size(n_in, clmad_chunk_cap(ctx));
+    int n_T = 0;
+    for (int j = 0; j < n_in; j++)
+        n_T += !clmad__kernel_integer(k, j);
+    const int K = clmad__chunk_size(n_T, clmad_chunk_cap(ctx));
     int store = ctx->tape.policy == CLMAD_PARTIALS_STORE ||
                 (ctx->tape.policy == CLMAD_PARTIALS_AUTO && ctx->info.type != CLMAD_DEVICE_GPU);
     int args = store ? n_out * (K + 1) + n_in : n_out + K + n_in;
@@ -56,8 +59,9 @@ static void dual_variant(const clmad_kernel *k, clmad_variant *v)
     }
     create_variant(k, store ? CLMAD_MODE_PARTIALS : CLMAD_MODE_VJP, v);
     v->K = K;
-    for (int s = 0; s < K; s++)
-        v->slot[s] = (signed char)s;
+    for (int j = 0, s = 0; j < n_in && s < K; j++)
+        if (!clmad__kernel_integer(k, j))
+            v->slot[j] = (signed char)s++;
     if (!store) {
         v->write_values = 0;
         v->adj_mask = (1u << n_out) - 1;
@@ -84,9 +88,10 @@ clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const c
                            "clmad_kernel_create(%s): %d inputs and %d outputs; allowed 1..%d and 1..%d",
                            fn_name, n_inputs, n_outputs, CLMAD_MAX_INPUTS, CLMAD_MAX_OUTPUTS);
     char msg[1024], *note = NULL, *lowered = NULL;
+    lower_param params[CLMAD_MAX_INPUTS];
     clmad_status lowering = clmad__lower(source, &lowered, msg, sizeof msg, &note);
     if (lowering == CLMAD_OK) {
-        lowering = clmad__lower_check_kernel(source, fn_name, n_inputs, n_outputs, msg, sizeof msg);
+        lowering = clmad__lower_check_kernel(source, fn_name, n_inputs, n_outputs, params, msg, sizeof msg);
         if (lowering != CLMAD_OK) {
             free(lowered);
             free(note);
@@ -111,6 +116,10 @@ clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const c
     k->refcount = 1;
     k->n_inputs = n_inputs;
     k->n_outputs = n_outputs;
+    memcpy(k->params, params, (size_t)n_inputs * sizeof *params);
+    k->first_T = 0;
+    while (clmad__kernel_integer(k, k->first_T)) /* the check saw a T input */
+        k->first_T++;
 
     /* Compile now the f32 values variant over full-shape inputs, the one
      * used most, and a dual variant: mistakes in the source, such as an

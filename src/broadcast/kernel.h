@@ -4,6 +4,7 @@
 #define CLMAD_KERNEL_H
 
 #include "broadcast/chunks.h"
+#include "lower/kernel_check.h"
 
 typedef struct clmad_kernel_variant {
     clmad_variant variant;          /* compared whole: clmad__variant_equal */
@@ -18,8 +19,16 @@ struct clmad_kernel {
     char *lower_note;               /* why the front end left it as written, or NULL */
     char *fn_name;
     int n_inputs, n_outputs;
+    lower_param params[CLMAD_MAX_INPUTS]; /* per input: T or an integer parameter, its name */
+    int first_T;                    /* the first T input: it sets the dtype of a call */
     int refcount;                   /* the user's reference + one per tape node */
     clmad_kernel_variant *variants; /* variants.c */
 };
+
+/* 1 if input j of k is an integer parameter (int, long, uchar), not T. */
+static inline int clmad__kernel_integer(const clmad_kernel *k, int j)
+{
+    return k->params[j].dtype != LOWER_PARAM_T;
+}
 
 #endif

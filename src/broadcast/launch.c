@@ -25,6 +25,7 @@ void clmad__bcast_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, c
     }
     for (int j = 0; j < k->n_inputs; j++) {
         v->access[j] = (char)plan->access[j];
+        v->integer[j] = clmad__kernel_integer(k, j) ? (char)k->params[j].dtype : 0;
         v->slot[j] = mode == CLMAD_MODE_PARTIALS || mode == CLMAD_MODE_VJP || mode == CLMAD_MODE_SECOND ? -1 : 0;
         if (v->nd > 0 && plan->access[j] == CLMAD_ACCESS_STRIDED) {
             size_t step = plan->strides[j][plan->nd - 1];
@@ -59,7 +60,7 @@ void clmad__release_all(clmad_tensor **t, int n)
 static uint64_t launch_bytes(const clmad_variant *v, const clmad_bcast_plan *plan,
                              const clmad_launch_args *a)
 {
-    uint64_t n = plan->numel, arrays = 0, small = 0;
+    uint64_t n = plan->numel, arrays = 0, small = 0, integer_bytes = 0;
     if (v->mode == CLMAD_MODE_VJP || v->mode == CLMAD_MODE_STORED) {
         for (int o = 0; o < v->n_outputs; o++)
             if (v->adj_mask & (1u << o)) {
@@ -85,11 +86,15 @@ static uint64_t launch_bytes(const clmad_variant *v, const clmad_bcast_plan *pla
     if (v->mode != CLMAD_MODE_STORED)
         for (int j = 0; j < v->n_inputs; j++) {
             uint64_t size = v->access[j] == CLMAD_ACCESS_FULL ? n : a->inputs[j]->numel;
+            if (v->integer[j]) {
+                integer_bytes += size * clmad_dtype_size((clmad_dtype)v->integer[j]);
+                continue;
+            }
             const int with_tangent = (v->mode == CLMAD_MODE_JVP && v->slot[j]) ||
                                      (v->mode == CLMAD_MODE_SECOND && v->slot[j] != -1);
             small += size * (with_tangent ? 2 : 1);
         }
-    return (arrays * n + small) * clmad_dtype_size(v->dtype);
+    return (arrays * n + small) * clmad_dtype_size(v->dtype) + integer_bytes;
 }
 
 /* The buffer that argument x of v takes from a. */
@@ -150,7 +155,7 @@ clmad_status clmad__bcast_launch(clmad_kernel *k, const clmad_variant *v, const 
 clmad_status clmad__bcast_primal(clmad_kernel *k, const clmad_bcast_plan *plan,
                                  clmad_tensor *const *inputs, clmad_tensor **values)
 {
-    clmad_dtype dtype = inputs[0]->dtype;
+    clmad_dtype dtype = clmad__bcast_dtype(k, inputs);
     clmad_status st = clmad__bcast_new_outputs(k->ctx, plan, dtype, k->n_outputs, values);
     if (st != CLMAD_OK || plan->numel == 0)
         return st;
@@ -171,10 +176,10 @@ clmad_status clmad__bcast_run_partials(clmad_kernel *k, const clmad_bcast_plan *
     int n_in = k->n_inputs, n_out = k->n_outputs;
     int act[CLMAD_MAX_INPUTS], n_active = 0;
     for (int j = 0; j < n_in; j++)
-        if (!active || active[j])
+        if ((!active || active[j]) && !clmad__kernel_integer(k, j))
             act[n_active++] = j;
 
-    clmad_dtype dtype = inputs[0]->dtype;
+    clmad_dtype dtype = clmad__bcast_dtype(k, inputs);
     clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0};
     clmad_tensor *parts[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS] = {0};
     clmad_status st;
@@ -215,10 +220,10 @@ clmad_status clmad__bcast_run_second(clmad_kernel *k, const clmad_bcast_plan *pl
     int n_in = k->n_inputs, n_out = k->n_outputs;
     int act[CLMAD_MAX_INPUTS], n_active = 0;
     for (int j = 0; j < n_in; j++)
-        if (!active || active[j])
+        if ((!active || active[j]) && !clmad__kernel_integer(k, j))
             act[n_active++] = j;
 
-    clmad_dtype dtype = inputs[0]->dtype;
+    clmad_dtype dtype = clmad__bcast_dtype(k, inputs);
     clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0}, *dvalues[CLMAD_MAX_OUTPUTS] = {0};
     clmad_tensor *parts[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS] = {0};
     clmad_tensor *tparts[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS] = {0};
@@ -250,7 +255,7 @@ clmad_status clmad__bcast_run_second(clmad_kernel *k, const clmad_bcast_plan *pl
         /* Every chunk carries every active input's tangent: the second
          * derivative of a partial mixes all directions. */
         for (int j = 0; j < n_in; j++)
-            if (v.slot[j] < 0 && (!active || active[j]))
+            if (v.slot[j] < 0 && (!active || active[j]) && !clmad__kernel_integer(k, j))
                 v.slot[j] = CLMAD_SLOT_TANGENT_ONLY;
         v.write_values = c.first == 0;
         clmad_launch_args a = {.values = values, .derivs = chunk_parts, .inputs = inputs, .tangents = tangents,

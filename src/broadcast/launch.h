@@ -20,6 +20,12 @@ typedef struct clmad_launch_args {
     clmad_tensor **deriv_tangents; /* SECOND: n_outputs * K, the partials' directional derivatives */
 } clmad_launch_args;
 
+/* The dtype of a call of k: its T inputs' (integer parameters have their own). */
+static inline clmad_dtype clmad__bcast_dtype(const clmad_kernel *k, clmad_tensor *const *inputs)
+{
+    return inputs[k->first_T]->dtype;
+}
+
 /* A variant of k for plan in mode, every input unseeded. */
 void clmad__bcast_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, clmad_dtype dtype,
                           clmad_mode mode, clmad_variant *v);
@@ -40,7 +46,8 @@ void clmad__release_all(clmad_tensor **t, int n);
 clmad_status clmad__bcast_primal(clmad_kernel *k, const clmad_bcast_plan *plan,
                                  clmad_tensor *const *inputs, clmad_tensor **values);
 
-/* Outputs and partials (see clmad_broadcast_partials) over a checked plan. */
+/* Outputs and partials (see clmad_broadcast_partials) over a checked plan;
+ * integer parameters are never active (their partials stay NULL). */
 clmad_status clmad__bcast_run_partials(clmad_kernel *k, const clmad_bcast_plan *plan,
                                        clmad_tensor *const *inputs, const int *active,
                                        clmad_tensor **outputs, clmad_tensor **partials);

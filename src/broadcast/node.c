@@ -199,10 +199,10 @@ clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tens
     int active[CLMAD_MAX_INPUTS], n_active = 0;
     uint64_t mask = 0;
     for (int j = 0; j < k->n_inputs; j++) {
-        n_active += active[j] = clmad__needs_grad(ctx, inputs[j]);
+        n_active += active[j] = !clmad__kernel_integer(k, j) && clmad__needs_grad(ctx, inputs[j]);
         mask |= (uint64_t)active[j] << j;
     }
-    clmad_dtype dtype = inputs[0]->dtype;
+    clmad_dtype dtype = clmad__bcast_dtype(k, inputs);
     int store = choose_store(ctx, plan, n_active, k->n_outputs, dtype);
     int n_partials = store ? k->n_outputs * k->n_inputs : 0;
     bcast_data *d = calloc(1, sizeof *d + (size_t)n_partials * sizeof d->partials[0]);

@@ -29,12 +29,18 @@ clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_k
     clmad_status st = clmad__program_get(ctx, sb.data, "", &program, &log);
     clmad__sb_free(&sb);
     if (st == CLMAD_ERR_BUILD) {
-        char expected[160];
+        char expected[160], integers[64] = "";
+        int n_integers = 0;
+        for (int j = 0; j < k->n_inputs; j++)
+            n_integers += clmad__kernel_integer(k, j);
+        if (n_integers)
+            snprintf(integers, sizeof integers, " and %d integer parameters", n_integers);
         if (k->n_outputs == 1)
-            snprintf(expected, sizeof expected, "T %s(%d T inputs)", k->fn_name, k->n_inputs);
+            snprintf(expected, sizeof expected, "T %s(%d T inputs%s)", k->fn_name, k->n_inputs - n_integers,
+                     integers);
         else
-            snprintf(expected, sizeof expected, "void %s(%d T inputs, then %d T * outputs)",
-                     k->fn_name, k->n_inputs, k->n_outputs);
+            snprintf(expected, sizeof expected, "void %s(%d T inputs%s, then %d T * outputs)",
+                     k->fn_name, k->n_inputs - n_integers, integers, k->n_outputs);
         int n_lines = 1;
         for (const char *c = k->source; *c; c++)
             n_lines += *c == '\n';

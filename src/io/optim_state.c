@@ -137,7 +137,7 @@ static clmad_status read_counts(const clmad_optimizer *o, const clmad_safetensor
                            kind ? "the state of a " : "no clmad.optimizer in the metadata (not a file of "
                                                       "clmad_optimizer_save)",
                            kind ? kind : "", kind ? " optimizer" : "", kind_name(o->opt.kind));
-    uint64_t n;
+    uint64_t n = 0; /* set by count_of on success; 0 quiets -O3 maybe-uninitialized */
     clmad_status st = count_of(o, f, "clmad.params", &n);
     if (st == CLMAD_OK && n != (uint64_t)o->n)
         return clmad__fail(o->ctx, CLMAD_ERR_INVALID_ARGUMENT,

@@ -206,7 +206,52 @@ static int find_definitions(const lower_lexed *lx, const char *fn, definition *d
     (int)((lx)->toks[(last)-1].start + (lx)->toks[(last)-1].len - (lx)->toks[first].start),                \
         (lx)->src + (lx)->toks[first].start
 
-static clmad_status check_definition(checker *c, const char *fn, int n_in, int n_out)
+static int is_qualifier(const lower_lexed *lx, int i)
+{
+    static const char *const words[] = {"const", "volatile", "__private", "private"};
+    for (size_t w = 0; w < sizeof words / sizeof *words; w++)
+        if (is_word(lx, i, words[w], strlen(words[w])))
+            return 1;
+    return 0;
+}
+
+/* The type an input parameter (tokens first..last-1, p as spelled) binds:
+ * LOWER_PARAM_T for T (or a type the check does not know: the compiler's),
+ * an integer dtype for exactly int, long, uchar or unsigned char (besides
+ * qualifiers), or -2 for anything else; its name into param. */
+static int input_dtype(const lower_lexed *lx, int first, int last, spelled_type p, lower_param *param)
+{
+    int words[4], n_words = 0, name = -1;
+    for (int i = first; i < last; i++) {
+        const lower_token *t = &lx->toks[i];
+        if (t->kind != LTK_IDENT || is_qualifier(lx, i))
+            continue;
+        if (clmad__lower_type_word(lx->src + t->start, t->len) < 0)
+            name = i;
+        else if (n_words < 4)
+            words[n_words++] = i;
+        else
+            return -2;
+    }
+    if (name >= 0)
+        snprintf(param->name, sizeof param->name, "%.*s", (int)lx->toks[name].len, lx->src + lx->toks[name].start);
+    if (p.ptr)
+        return -2;
+    if (p.base < 0 || p.base == LT_T)
+        return LOWER_PARAM_T;
+    if (p.base != LT_INT)
+        return -2;
+    if (n_words == 1 && is_word(lx, words[0], "int", 3))
+        return CLMAD_I32;
+    if (n_words == 1 && is_word(lx, words[0], "long", 4))
+        return CLMAD_I64;
+    if ((n_words == 1 && is_word(lx, words[0], "uchar", 5)) ||
+        (n_words == 2 && is_word(lx, words[0], "unsigned", 8) && is_word(lx, words[1], "char", 4)))
+        return CLMAD_U8;
+    return -2;
+}
+
+static clmad_status check_definition(checker *c, const char *fn, int n_in, int n_out, lower_param *params)
 {
     const lower_lexed *lx = c->lx;
     definition d;
@@ -252,19 +297,26 @@ static clmad_status check_definition(checker *c, const char *fn, int n_in, int n
         const lower_token *pt = &lx->toks[starts[j]];
         if (end <= starts[j]) /* an empty parameter: the compiler's */
             continue;
-        if (j < n_in && (p.ptr || (p.base >= 0 && p.base != LT_T)))
-            return refuse(c, pt->line, pt->col, "every input of %s must be T: parameter %d is \"%.*s\"", fn,
-                          j + 1, SPAN(lx, starts[j], end));
+        if (j < n_in && (params[j].dtype = input_dtype(lx, starts[j], end, p, &params[j])) == -2)
+            return refuse(c, pt->line, pt->col, "every input of %s must be T, or an integer parameter int, "
+                          "long or uchar: parameter %d is \"%.*s\"", fn, j + 1, SPAN(lx, starts[j], end));
         if (j >= n_in && (p.ptr != 1 || (p.base >= 0 && p.base != LT_T)))
             return refuse(c, pt->line, pt->col, "every output of %s must be T * (n_outputs is %d): parameter %d "
                           "is \"%.*s\"", fn, n_out, j + 1, SPAN(lx, starts[j], end));
     }
+    int any_T = 0;
+    for (int j = 0; j < n_in; j++)
+        any_T |= params[j].dtype == LOWER_PARAM_T;
+    if (!any_T)
+        return refuse(c, at->line, at->col, "%s has no T input: its T inputs set the dtype of its outputs", fn);
     return CLMAD_OK;
 }
 
-clmad_status clmad__lower_check_kernel(const char *src, const char *fn, int n_inputs, int n_outputs, char *msg,
-                                       size_t msg_cap)
+clmad_status clmad__lower_check_kernel(const char *src, const char *fn, int n_inputs, int n_outputs,
+                                       lower_param *params, char *msg, size_t msg_cap)
 {
+    for (int j = 0; j < n_inputs; j++)
+        params[j] = (lower_param){LOWER_PARAM_T, ""};
     lower_lexed lx;
     if (clmad__lower_lex(src, &lx)) {
         snprintf(msg, msg_cap, "out of host memory checking the source");
@@ -273,7 +325,7 @@ clmad_status clmad__lower_check_kernel(const char *src, const char *fn, int n_in
     checker c = {&lx, msg, msg_cap};
     clmad_status st = check_reserved(&c);
     if (st == CLMAD_OK)
-        st = check_definition(&c, fn, n_inputs, n_outputs);
+        st = check_definition(&c, fn, n_inputs, n_outputs, params);
     clmad__lower_lexed_free(&lx);
     return st;
 }

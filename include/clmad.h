@@ -771,8 +771,10 @@ CLMAD_API clmad_status clmad_broadcast_jvp(clmad_context *ctx, clmad_kernel *k, 
  * the non-smooth functions (relu, fabs, fmin, fmax, clamp, copysign) the
  * second derivative is 0. Above the chunk cap the kernel runs once per
  * chunk of partials, each carrying every tangent. Records nothing on the
- * tape. Errors as clmad_broadcast_jvp, and CLMAD_ERR_INVALID_ARGUMENT for a
- * tangent given to an inactive input.
+ * tape. An integer parameter is never active and takes no tangent (its
+ * partials and partial tangents are NULL). Errors as clmad_broadcast_jvp,
+ * and CLMAD_ERR_INVALID_ARGUMENT for a tangent given to an inactive input
+ * or active[j] set on an integer parameter.
  */
 CLMAD_API clmad_status clmad_broadcast_second(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
                                               clmad_tensor *const *tangents, const int *active,

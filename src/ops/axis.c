@@ -28,17 +28,6 @@ static void axis_free(clmad_node *node)
     node->data = NULL;
 }
 
-/* Sets arguments of an axis.cl kernel and enqueues `work` work-items. */
-static clmad_status launch(clmad_context *ctx, clmad_kernel_id id, clmad_dtype dtype, int n,
-                           const size_t *sizes, const void *const *values, size_t work, uint64_t bytes)
-{
-    cl_kernel k;
-    clmad_status st = clmad__cached_kernel(ctx, dtype, id, &k);
-    if (st == CLMAD_OK)
-        st = clmad__set_kernel_args(ctx, k, n, sizes, values);
-    return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, work, bytes) : st;
-}
-
 static clmad_status axis_backward(clmad_context *ctx, clmad_node *node)
 {
     axis_data *d = node->data;
@@ -53,15 +42,15 @@ static clmad_status axis_backward(clmad_context *ctx, clmad_node *node)
     if (d->kind == AXIS_MAX) {
         const size_t sizes[] = {m, m, m, m, u, u, u};
         const void *values[] = {&g->mem, &x->mem, &d->y->mem, &adj->mem, &rows, &n, &inner};
-        st = launch(ctx, CLMAD_OPS_AXIS_MAX_GRAD, x->dtype, 7, sizes, values, rows, bytes);
+        st = clmad__launch_cached(ctx, x->dtype, CLMAD_OPS_AXIS_MAX_GRAD, 7, sizes, values, rows, bytes);
     } else if (d->kind == AXIS_LOGSUMEXP) {
         const size_t sizes[] = {m, m, m, u, u, u};
         const void *values[] = {&g->mem, &x->mem, &adj->mem, &rows, &n, &inner};
-        st = launch(ctx, CLMAD_OPS_AXIS_LOGSUMEXP_GRAD, x->dtype, 6, sizes, values, rows, bytes);
+        st = clmad__launch_cached(ctx, x->dtype, CLMAD_OPS_AXIS_LOGSUMEXP_GRAD, 6, sizes, values, rows, bytes);
     } else {
         const size_t sizes[] = {m, m, m, u, u, u, sizeof take_log};
         const void *values[] = {&g->mem, &d->y->mem, &adj->mem, &rows, &n, &inner, &take_log};
-        st = launch(ctx, CLMAD_OPS_AXIS_SOFTMAX_GRAD, x->dtype, 7, sizes, values, rows, bytes);
+        st = clmad__launch_cached(ctx, x->dtype, CLMAD_OPS_AXIS_SOFTMAX_GRAD, 7, sizes, values, rows, bytes);
     }
     if (st != CLMAD_OK) {
         clmad_tensor_release(g);
@@ -87,8 +76,8 @@ static clmad_status axis_forward(clmad_context *ctx, axis_kind kind, clmad_tenso
         const void *values[] = {&(*y)->mem, &x->mem, &rows, &nn, &in, &mode};
         int reduce = kind == AXIS_MAX || kind == AXIS_LOGSUMEXP;
         uint64_t bytes = (uint64_t)((reduce ? 2 : 3) * x->numel + rows) * clmad_dtype_size(x->dtype);
-        st = launch(ctx, reduce ? CLMAD_OPS_AXIS_REDUCE : CLMAD_OPS_AXIS_SOFTMAX, x->dtype, 6, sizes,
-                    values, rows, bytes);
+        st = clmad__launch_cached(ctx, x->dtype, reduce ? CLMAD_OPS_AXIS_REDUCE : CLMAD_OPS_AXIS_SOFTMAX, 6, sizes,
+                                  values, rows, bytes);
     }
     if (st != CLMAD_OK) {
         clmad_tensor_release(*y);

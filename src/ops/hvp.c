@@ -67,25 +67,6 @@ static clmad_tensor *tangent_of(const clmad_context *ctx, const hvp_walk *w, con
     return from >= 0 ? w->slots[from].tan[o] : from <= -2 ? w->v[-2 - from] : NULL;
 }
 
-/* *acc += x (or = x), taking x. */
-static clmad_status accumulate(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *x)
-{
-    if (!x)
-        return CLMAD_OK;
-    if (!*acc) {
-        *acc = x;
-        return CLMAD_OK;
-    }
-    clmad_tensor *s;
-    clmad_status st = clmad_add(ctx, *acc, x, &s);
-    clmad_tensor_release(x);
-    if (st == CLMAD_OK) {
-        clmad_tensor_release(*acc);
-        *acc = s;
-    }
-    return st;
-}
-
 static void release_slot(clmad_tensor **t, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -128,13 +109,13 @@ static clmad_status backward_node(clmad_context *ctx, hvp_walk *w, size_t i)
     clmad_status st = clmad__hvp_backward(ctx, node, &io);
     for (int j = 0; j < node->n_inputs; j++) {
         if (st == CLMAD_OK && from[j] >= 0) {
-            st = accumulate(ctx, &w->slots[from[j]].adj[out[j]], in_adj[j]);
+            st = clmad__hvp_add_into(ctx, &w->slots[from[j]].adj[out[j]], in_adj[j]);
             in_adj[j] = NULL;
             if (st == CLMAD_OK)
-                st = accumulate(ctx, &w->slots[from[j]].adj_tan[out[j]], in_adj_tan[j]);
+                st = clmad__hvp_add_into(ctx, &w->slots[from[j]].adj_tan[out[j]], in_adj_tan[j]);
             in_adj_tan[j] = NULL;
         } else if (st == CLMAD_OK && from[j] <= -2) {
-            st = accumulate(ctx, &w->hv[-2 - from[j]], in_adj_tan[j]);
+            st = clmad__hvp_add_into(ctx, &w->hv[-2 - from[j]], in_adj_tan[j]);
             in_adj_tan[j] = NULL;
         }
         clmad_tensor_release(in_adj[j]);

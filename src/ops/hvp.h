@@ -28,6 +28,10 @@ clmad_status clmad__hvp_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_
 /* The inputs' adjoints and their tangents (the JVP of the backward). */
 clmad_status clmad__hvp_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
 
+/* *acc += x (or *acc = x when *acc is NULL), taking x: the sums of
+ * tangents and adjoint tangents. */
+clmad_status clmad__hvp_add_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *x);
+
 /* The shape operations' rules (hvp_shape.c): 0 if node is not one; else 1,
  * having run its forward (backward = 0) or backward rule with *st its
  * status. With ctx NULL only answers whether node is one. */

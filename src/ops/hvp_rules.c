@@ -16,8 +16,7 @@
 #include "ops/ops.h"
 #include "broadcast/node.h"
 
-/* *acc += x (or = x), taking x. */
-static clmad_status add_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *x)
+clmad_status clmad__hvp_add_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *x)
 {
     if (!x)
         return CLMAD_OK;
@@ -42,7 +41,7 @@ static clmad_status mul_into(clmad_context *ctx, clmad_tensor **acc, clmad_tenso
         return CLMAD_OK;
     clmad_tensor *m;
     clmad_status st = clmad_mul(ctx, a, b, &m);
-    return st == CLMAD_OK ? add_into(ctx, acc, m) : st;
+    return st == CLMAD_OK ? clmad__hvp_add_into(ctx, acc, m) : st;
 }
 
 /* *t summed over the axes that broadcasting expanded to reach x's shape,
@@ -190,7 +189,7 @@ static clmad_status product_into(clmad_context *ctx, clmad_tensor **acc, clmad_t
         return CLMAD_OK;
     clmad_tensor *m;
     clmad_status st = product(ctx, x, y, ta, tb, &m);
-    return st == CLMAD_OK ? add_into(ctx, acc, m) : st;
+    return st == CLMAD_OK ? clmad__hvp_add_into(ctx, acc, m) : st;
 }
 
 /* dA from (G, B): G op(B)^T, or op(B) G^T for a transposed A. */
@@ -218,7 +217,7 @@ static clmad_status dot_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_
             continue;
         st = clmad_dot(ctx, t, node->inputs[1 - j], &d);
         if (st == CLMAD_OK)
-            st = add_into(ctx, &io->out_tan[0], d);
+            st = clmad__hvp_add_into(ctx, &io->out_tan[0], d);
     }
     return st;
 }

@@ -25,11 +25,6 @@ clmad_status clmad__axis_view(clmad_context *ctx, const char *call, const clmad_
 clmad_status clmad__check_indices(clmad_context *ctx, const char *call, const char *what, clmad_tensor *idx,
                                   size_t limit);
 
-/* Sets the n arguments of index.cl kernel id built for dtype and enqueues
- * `work` work-items. */
-clmad_status clmad__index_launch(clmad_context *ctx, clmad_dtype dtype, clmad_kernel_id id, int n,
-                                 const size_t *sizes, const void *const *values, size_t work, uint64_t bytes);
-
 /* The node data of an index operation: the axis view of its source and
  * the length of the index along it. */
 typedef struct clmad_index_data {

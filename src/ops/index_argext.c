@@ -34,8 +34,8 @@ static clmad_status argext(clmad_context *ctx, const char *call, clmad_tensor *x
         cl_int mode = want_max;
         const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof rows, sizeof n, sizeof inner, sizeof mode};
         const void *values[] = {&y->mem, &x->mem, &rows, &n, &inner, &mode};
-        st = clmad__index_launch(ctx, x->dtype, CLMAD_INDEX_ARGEXT, 6, sizes, values, rows,
-                                 (uint64_t)x->numel * clmad_dtype_size(x->dtype) + rows * 8);
+        st = clmad__launch_cached(ctx, x->dtype, CLMAD_INDEX_ARGEXT, 6, sizes, values, rows,
+                                  (uint64_t)x->numel * clmad_dtype_size(x->dtype) + rows * 8);
     }
     if (st != CLMAD_OK) {
         clmad_tensor_release(y);

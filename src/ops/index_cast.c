@@ -30,8 +30,8 @@ static clmad_status convert(clmad_context *ctx, clmad_tensor *dst, clmad_tensor 
     cl_ulong n = dst->numel;
     const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof n};
     const void *values[] = {&dst->mem, &src->mem, &n};
-    return clmad__index_launch(ctx, dst->dtype, cast_kernel(src->dtype), 3, sizes, values, dst->numel,
-                               (uint64_t)n * (clmad_dtype_size(dst->dtype) + clmad_dtype_size(src->dtype)));
+    return clmad__launch_cached(ctx, dst->dtype, cast_kernel(src->dtype), 3, sizes, values, dst->numel,
+                                (uint64_t)n * (clmad_dtype_size(dst->dtype) + clmad_dtype_size(src->dtype)));
 }
 
 static clmad_status cast_backward(clmad_context *ctx, clmad_node *node)
@@ -92,8 +92,8 @@ clmad_status clmad_one_hot(clmad_context *ctx, clmad_tensor *index, size_t class
         cl_ulong total = y->numel, c = classes;
         const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof total, sizeof c};
         const void *values[] = {&y->mem, &index->mem, &total, &c};
-        st = clmad__index_launch(ctx, dtype, CLMAD_INDEX_ONE_HOT, 4, sizes, values, y->numel,
-                                 (uint64_t)y->numel * clmad_dtype_size(dtype) + index->numel * 8);
+        st = clmad__launch_cached(ctx, dtype, CLMAD_INDEX_ONE_HOT, 4, sizes, values, y->numel,
+                                  (uint64_t)y->numel * clmad_dtype_size(dtype) + index->numel * 8);
     }
     if (st != CLMAD_OK) {
         clmad_tensor_release(y);

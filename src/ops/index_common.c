@@ -22,16 +22,6 @@ clmad_status clmad__axis_view(clmad_context *ctx, const char *call, const clmad_
     return CLMAD_OK;
 }
 
-clmad_status clmad__index_launch(clmad_context *ctx, clmad_dtype dtype, clmad_kernel_id id, int n,
-                                 const size_t *sizes, const void *const *values, size_t work, uint64_t bytes)
-{
-    cl_kernel k;
-    clmad_status st = clmad__cached_kernel(ctx, dtype, id, &k);
-    if (st == CLMAD_OK)
-        st = clmad__set_kernel_args(ctx, k, n, sizes, values);
-    return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, work, bytes) : st;
-}
-
 /* The message of a failed check: the first bad index, read on the host
  * (the error path only). */
 static clmad_status bad_index(clmad_context *ctx, const char *call, const char *what, clmad_tensor *idx,
@@ -75,8 +65,8 @@ clmad_status clmad__check_indices(clmad_context *ctx, const char *call, const ch
     if (st == CLMAD_OK) {
         const size_t sizes[] = {sizeof(cl_mem), sizeof n, sizeof lim, sizeof(cl_mem)};
         const void *values[] = {&idx->mem, &n, &lim, &flag->mem};
-        st = clmad__index_launch(ctx, CLMAD_I64, CLMAD_INDEX_CHECK, 4, sizes, values, idx->numel,
-                                 (uint64_t)idx->numel * 8);
+        st = clmad__launch_cached(ctx, CLMAD_I64, CLMAD_INDEX_CHECK, 4, sizes, values, idx->numel,
+                                  (uint64_t)idx->numel * 8);
     }
     int32_t bad = 0;
     if (st == CLMAD_OK)

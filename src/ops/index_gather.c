@@ -23,8 +23,8 @@ static clmad_status move(clmad_context *ctx, clmad_kernel_id id, clmad_tensor *d
     size_t es = clmad_dtype_size(dst->dtype);
     uint64_t reads = id == CLMAD_INDEX_GATHER ? (uint64_t)dst->numel * (es + 8)
                                               : (uint64_t)dst->numel * k_len * (es + 8);
-    return clmad__index_launch(ctx, dst->dtype, id, 8, sizes, values, dst->numel,
-                               reads + (uint64_t)dst->numel * es * (accumulate ? 2 : 1));
+    return clmad__launch_cached(ctx, dst->dtype, id, 8, sizes, values, dst->numel,
+                                reads + (uint64_t)dst->numel * es * (accumulate ? 2 : 1));
 }
 
 /* The rule of both calls: idx has the rank of `full` and its sizes outside

@@ -22,9 +22,9 @@ static clmad_status select_backward(clmad_context *ctx, clmad_node *node)
         const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof(cl_mem), 8, 8, 8, 8, sizeof acc};
         const void *values[] = {&t.tensor->mem, &adj->mem, &idx->mem, &rows, &a_len, &k_len, &inner, &acc};
         size_t es = clmad_dtype_size(adj->dtype);
-        st = clmad__index_launch(ctx, adj->dtype, CLMAD_INDEX_SELECT_GRAD, 8, sizes, values, rows,
-                                 (uint64_t)(t.tensor->numel * (acc ? 2 : 1) + adj->numel) * es +
-                                     (uint64_t)rows * k_len * 8);
+        st = clmad__launch_cached(ctx, adj->dtype, CLMAD_INDEX_SELECT_GRAD, 8, sizes, values, rows,
+                                  (uint64_t)(t.tensor->numel * (acc ? 2 : 1) + adj->numel) * es +
+                                  (uint64_t)rows * k_len * 8);
     }
     return clmad__adjoint_close(&t, st);
 }
@@ -44,8 +44,8 @@ static clmad_status select_rows(clmad_context *ctx, const char *call, clmad_tens
         cl_ulong total = y->numel, a_len = v.len, k_len = idx->numel, inner = v.inner;
         const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof(cl_mem), 8, 8, 8, 8};
         const void *values[] = {&y->mem, &x->mem, &idx->mem, &total, &a_len, &k_len, &inner};
-        st = clmad__index_launch(ctx, x->dtype, CLMAD_INDEX_SELECT, 7, sizes, values, y->numel,
-                                 (uint64_t)y->numel * (2 * clmad_dtype_size(x->dtype) + 8));
+        st = clmad__launch_cached(ctx, x->dtype, CLMAD_INDEX_SELECT, 7, sizes, values, y->numel,
+                                  (uint64_t)y->numel * (2 * clmad_dtype_size(x->dtype) + 8));
     }
     clmad_tensor *ins[2] = {x, idx};
     return clmad__finish_op(ctx, call, select_backward, ins, 2, y, d, clmad__free_node_data, st, out);

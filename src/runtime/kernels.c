@@ -128,3 +128,13 @@ clmad_status clmad__fill(clmad_context *ctx, cl_mem mem, clmad_dtype dtype, size
         return st;
     return clmad__enqueue_1d(ctx, kernel, n, (uint64_t)n * clmad_dtype_size(dtype));
 }
+
+clmad_status clmad__launch_cached(clmad_context *ctx, clmad_dtype dtype, clmad_kernel_id id, int n,
+                                  const size_t *sizes, const void *const *values, size_t work, uint64_t bytes)
+{
+    cl_kernel k;
+    clmad_status st = clmad__cached_kernel(ctx, dtype, id, &k);
+    if (st == CLMAD_OK)
+        st = clmad__set_kernel_args(ctx, k, n, sizes, values);
+    return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, work, bytes) : st;
+}

@@ -19,6 +19,11 @@ clmad_status clmad__set_kernel_args(clmad_context *ctx, cl_kernel k, int n, cons
 /* Enqueues a 1-d range of at least n work-items (rounded up to the group)
  * and counts it in the stats with the bytes it reads and writes. */
 clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n, uint64_t bytes);
+
+/* The three above in one: sets arguments 0..n-1 of the internal kernel id
+ * for dtype and enqueues `work` work-items (the index and axis operations). */
+clmad_status clmad__launch_cached(clmad_context *ctx, clmad_dtype dtype, clmad_kernel_id id, int n,
+                                  const size_t *sizes, const void *const *values, size_t work, uint64_t bytes);
 /* A kernel argument of type `real` for dtype (an integer type for integer
  * dtypes: value is then in range and integral, as the callers check). */
 typedef union clmad_real_arg {

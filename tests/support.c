@@ -120,6 +120,12 @@ int test_contains(const char *haystack, const char *needle)
     return haystack && needle && strstr(haystack, needle) != NULL;
 }
 
+void test_read_f64(clmad_context *ctx, clmad_tensor *t, double *h, size_t n)
+{
+    cr_assert_eq(clmad_tensor_numel(t), n);
+    CHECK_OK(ctx, clmad_tensor_read(t, h, n * sizeof *h));
+}
+
 void test_run2(clmad_context *ctx, clmad_kernel *k, const double *xs, const double *ys, size_t n, double *v,
                double *dx, double *dy)
 {

@@ -18,6 +18,16 @@
                      clmad_last_error(ctx));                                             \
     } while (0)
 
+/* Asserts that a clmad call failed with `status` and that the message
+ * clmad_last_error(ctx) holds `needle`. */
+#define REFUSED(ctx, call, status, needle)                                                          \
+    do {                                                                                            \
+        clmad_status st_ = (call);                                                                  \
+        cr_assert_eq(st_, status, "%s -> %s: %s", #call, clmad_status_string(st_), clmad_last_error(ctx)); \
+        cr_assert(test_contains(clmad_last_error(ctx), needle), "%s: message \"%s\" lacks \"%s\"", #call, \
+                  clmad_last_error(ctx), needle);                                                   \
+    } while (0)
+
 /* 1 if the test device has fp64: the device clmad_context_create picks
  * (CLMAD_DEVICE), unless CLMAD_TEST_NO_FP64=1, which makes every test
  * context pretend it has none (the disable_fp64 option), so that the skips
@@ -46,6 +56,9 @@ const char *test_fresh_dir(const char *tag);
 
 /* 1 if haystack contains needle. */
 int test_contains(const char *haystack, const char *needle);
+
+/* Reads the n doubles of the f64 tensor t into h (asserting its size). */
+void test_read_f64(clmad_context *ctx, clmad_tensor *t, double *h, size_t n);
 
 /* Runs k (two T inputs, one output) on the f64 vectors xs and ys of n
  * elements: its values into v, and the gradients of their sum in xs and

@@ -12,26 +12,12 @@
 #include <stdint.h>
 #include <string.h>
 
-#define REFUSED(ctx, call, status, needle)                                                          \
-    do {                                                                                            \
-        clmad_status st_ = (call);                                                                  \
-        cr_assert_eq(st_, status, "%s -> %s: %s", #call, clmad_status_string(st_), clmad_last_error(ctx)); \
-        cr_assert(test_contains(clmad_last_error(ctx), needle), "%s: message \"%s\" lacks \"%s\"", #call, \
-                  clmad_last_error(ctx), needle);                                                   \
-    } while (0)
-
 static clmad_tensor *int_tensor(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
                                 const void *v)
 {
     clmad_tensor *t;
     CHECK_OK(ctx, clmad_tensor_create(ctx, dtype, ndim, shape, v, &t));
     return t;
-}
-
-static void read_f64(clmad_context *ctx, clmad_tensor *t, double *h, size_t n)
-{
-    cr_assert_eq(clmad_tensor_numel(t), n);
-    CHECK_OK(ctx, clmad_tensor_read(t, h, n * sizeof *h));
 }
 
 static void expect_close(const double *got, const double *want, size_t n, double tol, const char *what)
@@ -101,8 +87,8 @@ Test(broadcast_int_params, int_label_values_and_gradients)
     CHECK_OK(ctx, clmad_broadcast(ctx, e.k, in, &y));
     cr_assert_eq(clmad_tensor_dtype(y), CLMAD_F64);
     double hx[12], hy[12], want[12];
-    read_f64(ctx, x, hx, 12);
-    read_f64(ctx, y, hy, 12);
+    test_read_f64(ctx, x, hx, 12);
+    test_read_f64(ctx, y, hy, 12);
     for (int i = 0; i < 12; i++)
         want[i] = lab[i] == 2 ? hx[i] * hx[i] : hx[i] + 1;
     expect_close(hy, want, 12, 1e-15, "f(x, label)");
@@ -145,9 +131,9 @@ Test(broadcast_int_params, long_label_three_way_branch)
     clmad_tensor *in[3] = {p[0], e.in[1], p[1]}, *y;
     CHECK_OK(ctx, clmad_broadcast(ctx, e.k, in, &y));
     double hx[9], hz[9], hy[9], want[9];
-    read_f64(ctx, p[0], hx, 9);
-    read_f64(ctx, p[1], hz, 9);
-    read_f64(ctx, y, hy, 9);
+    test_read_f64(ctx, p[0], hx, 9);
+    test_read_f64(ctx, p[1], hz, 9);
+    test_read_f64(ctx, y, hy, 9);
     for (int i = 0; i < 9; i++)
         want[i] = three_host(hx[i], lab[i], hz[i]);
     expect_close(hy, want, 9, 1e-14, "g(x, c, y)");
@@ -162,8 +148,8 @@ Test(broadcast_int_params, long_label_three_way_branch)
     clmad_tensor *tangents[3] = {t0, NULL, NULL}, *v, *dv;
     CHECK_OK(ctx, clmad_broadcast_jvp(ctx, e.k, in, tangents, &v, &dv));
     double hv[9], hdv[9], dwant[9];
-    read_f64(ctx, v, hv, 9);
-    read_f64(ctx, dv, hdv, 9);
+    test_read_f64(ctx, v, hv, 9);
+    test_read_f64(ctx, dv, hdv, 9);
     for (int i = 0; i < 9; i++) {
         double x = hx[i], z = hz[i];
         dwant[i] = tx[i] * (lab[i] == 0 ? z : lab[i] == 1 ? exp(x) : cos(x * z) * z);
@@ -183,8 +169,8 @@ Test(broadcast_int_params, long_label_three_way_branch)
     CHECK_OK(ctx, clmad_broadcast_partials(ctx, e.k, in, NULL, &vals, parts));
     cr_assert_null(parts[1], "an integer parameter has no partials");
     double hp0[9], hp2[9];
-    read_f64(ctx, parts[0], hp0, 9);
-    read_f64(ctx, parts[2], hp2, 9);
+    test_read_f64(ctx, parts[0], hp0, 9);
+    test_read_f64(ctx, parts[2], hp2, 9);
     for (int i = 0; i < 9; i++) {
         double x = hx[i], z = hz[i];
         dwant[i] = lab[i] == 0 ? z : lab[i] == 1 ? exp(x) : cos(x * z) * z;
@@ -231,13 +217,13 @@ Test(broadcast_int_params, uchar_mask)
     e.in[0] = int_tensor(ctx, CLMAD_U8, 2, shape, mask);
     e.w = gc_random(ctx, 2, shape, -1, 1, &seed);
     double hx[10], hy[10], want[10];
-    read_f64(ctx, x, hx, 10);
+    test_read_f64(ctx, x, hx, 10);
     for (int i = 0; i < 10; i++)
         want[i] = mask[i] ? hx[i] * hx[i] * hx[i] : -hx[i];
 
     clmad_tensor *in[2] = {e.in[0], x}, *y;
     CHECK_OK(ctx, clmad_broadcast(ctx, e.k, in, &y));
-    read_f64(ctx, y, hy, 10);
+    test_read_f64(ctx, y, hy, 10);
     expect_close(hy, want, 10, 1e-15, "h(m, x)");
     clmad_tensor_release(y);
 
@@ -281,8 +267,8 @@ Test(broadcast_int_params, int_label_broadcast_along_rows)
     clmad_tensor *in[2] = {x, e.in[1]}, *y;
     CHECK_OK(ctx, clmad_broadcast(ctx, e.k, in, &y));
     double hx[N * M], hy[N * M], want[N * M];
-    read_f64(ctx, x, hx, N * M);
-    read_f64(ctx, y, hy, N * M);
+    test_read_f64(ctx, x, hx, N * M);
+    test_read_f64(ctx, y, hy, N * M);
     for (int i = 0; i < N * M; i++)
         want[i] = lab[i / M] == 2 ? hx[i] * hx[i] : hx[i] + 1;
     expect_close(hy, want, N * M, 1e-15, "f(x, label per row)");
@@ -327,8 +313,8 @@ Test(broadcast_int_params, chunked_gradients)
     CHECK_OK(ctx, clmad_broadcast(ctx, e.k, in, &y));
     double h[5][12], hy[12], want[12];
     for (int i = 0; i < 5; i++)
-        read_f64(ctx, p[i], h[i], 12);
-    read_f64(ctx, y, hy, 12);
+        test_read_f64(ctx, p[i], h[i], 12);
+    test_read_f64(ctx, y, hy, 12);
     for (int i = 0; i < 12; i++) {
         double a = h[0][i], b = h[1][i], c = h[2][i], d = h[3][i], ee = h[4][i];
         double r = a * b + c * d * ee;
@@ -399,9 +385,9 @@ Test(broadcast_int_params, several_outputs)
     clmad_tensor *in[2] = {e.l, x}, *y[2];
     CHECK_OK(ctx, clmad_broadcast(ctx, e.k, in, y));
     double hx[8], h0[8], h1[8], w0[8], w1[8];
-    read_f64(ctx, x, hx, 8);
-    read_f64(ctx, y[0], h0, 8);
-    read_f64(ctx, y[1], h1, 8);
+    test_read_f64(ctx, x, hx, 8);
+    test_read_f64(ctx, y[0], h0, 8);
+    test_read_f64(ctx, y[1], h1, 8);
     for (int i = 0; i < 8; i++) {
         w0[i] = lab[i] > 0 ? hx[i] * hx[i] : exp(hx[i]);
         w1[i] = lab[i] > 0 ? -hx[i] * lab[i] : hx[i] * hx[i] * hx[i];
@@ -448,11 +434,11 @@ Test(broadcast_int_params, second_skips_the_integer_parameter)
     cr_assert_null(p[1], "an integer parameter has no partials");
     cr_assert_null(pt[1], "an integer parameter has no partial tangents");
     double hx[9], hz[9], hty[9], hpt0[9], hpt2[9], want[9];
-    read_f64(ctx, x, hx, 9);
-    read_f64(ctx, z, hz, 9);
-    read_f64(ctx, ty, hty, 9);
-    read_f64(ctx, pt[0], hpt0, 9);
-    read_f64(ctx, pt[2], hpt2, 9);
+    test_read_f64(ctx, x, hx, 9);
+    test_read_f64(ctx, z, hz, 9);
+    test_read_f64(ctx, ty, hty, 9);
+    test_read_f64(ctx, pt[0], hpt0, 9);
+    test_read_f64(ctx, pt[2], hpt2, 9);
     for (int i = 0; i < 9; i++) {
         double a = hx[i], b = hz[i];
         want[i] = tx[i] * (lab[i] == 0 ? b : lab[i] == 1 ? exp(a) : cos(a * b) * b);
@@ -542,7 +528,7 @@ Test(broadcast_int_params, hvp_through_an_integer_label_against_differences_of_g
     CHECK_OK(ctx, clmad_hvp(ctx, loss, p, 2, tv, out));
     clmad_tape_clear(ctx);
     for (int k = 0; k < 2; k++) {
-        read_f64(ctx, out[k], hv[k], 9);
+        test_read_f64(ctx, out[k], hv[k], 9);
         clmad_tensor_release(out[k]);
         clmad_tensor_release(tv[k]);
         clmad_tensor_release(p[k]);

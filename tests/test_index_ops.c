@@ -17,20 +17,6 @@ static clmad_tensor *i64_tensor(clmad_context *ctx, int ndim, const size_t *shap
     return t;
 }
 
-static void read_f64(clmad_context *ctx, clmad_tensor *t, double *h, size_t n)
-{
-    cr_assert_eq(clmad_tensor_numel(t), n);
-    CHECK_OK(ctx, clmad_tensor_read(t, h, n * sizeof *h));
-}
-
-#define REFUSED(ctx, call, status, needle)                                                          \
-    do {                                                                                            \
-        clmad_status st_ = (call);                                                                  \
-        cr_assert_eq(st_, status, "%s -> %s: %s", #call, clmad_status_string(st_), clmad_last_error(ctx)); \
-        cr_assert(test_contains(clmad_last_error(ctx), needle), "%s: message \"%s\" lacks \"%s\"", #call, \
-                  clmad_last_error(ctx), needle);                                                   \
-    } while (0)
-
 /* ---- argmax / argmin --------------------------------------------------- */
 
 Test(index_ops, argmax_argmin_against_host)
@@ -147,8 +133,8 @@ Test(index_ops, index_select_values_and_gradient)
     CHECK_OK(ctx, clmad_index_select(ctx, x, 1, index, &y));
     cr_assert(clmad_tensor_ndim(y) == 3 && clmad_tensor_dim(y, 1) == 5);
     double hx[24], hy[30];
-    read_f64(ctx, x, hx, 24);
-    read_f64(ctx, y, hy, 30);
+    test_read_f64(ctx, x, hx, 24);
+    test_read_f64(ctx, y, hy, 30);
     for (size_t o = 0; o < 2; o++)
         for (size_t k = 0; k < 5; k++)
             for (size_t i = 0; i < 3; i++)
@@ -158,7 +144,7 @@ Test(index_ops, index_select_values_and_gradient)
     /* the untouched row 1 gets a zero gradient, not garbage */
     clmad_tensor *g;
     CHECK_OK(ctx, clmad_tensor_grad(x, &g));
-    read_f64(ctx, g, hx, 24);
+    test_read_f64(ctx, g, hx, 24);
     for (size_t o = 0; o < 2; o++)
         for (size_t i = 0; i < 3; i++)
             cr_assert_eq(hx[(o * 4 + 1) * 3 + i], 0.0);
@@ -181,8 +167,8 @@ Test(index_ops, gather_values_and_gradient)
     clmad_tensor *x = gc_random(ctx, 3, xs, -2, 2, &seed), *index = i64_tensor(ctx, 3, is, idx), *y;
     CHECK_OK(ctx, clmad_gather(ctx, x, 1, index, &y));
     double hx[24], hy[40];
-    read_f64(ctx, x, hx, 24);
-    read_f64(ctx, y, hy, 40);
+    test_read_f64(ctx, x, hx, 24);
+    test_read_f64(ctx, y, hy, 40);
     for (size_t o = 0; o < 2; o++)
         for (size_t k = 0; k < 5; k++)
             for (size_t i = 0; i < 4; i++)
@@ -218,9 +204,9 @@ Test(index_ops, scatter_add_values_and_gradients)
     clmad_tensor *index = i64_tensor(ctx, 2, ss, idx), *y;
     CHECK_OK(ctx, clmad_scatter_add(ctx, p[0], 0, index, p[1], &y));
     double hx[12], hs[20], hy[12];
-    read_f64(ctx, p[0], hx, 12);
-    read_f64(ctx, p[1], hs, 20);
-    read_f64(ctx, y, hy, 12);
+    test_read_f64(ctx, p[0], hx, 12);
+    test_read_f64(ctx, p[1], hs, 20);
+    test_read_f64(ctx, y, hy, 12);
     double want[12];
     memcpy(want, hx, sizeof want);
     for (size_t k = 0; k < 5; k++)
@@ -249,8 +235,8 @@ Test(index_ops, embedding_values_and_gradient)
     CHECK_OK(ctx, clmad_embedding(ctx, w, index, &y));
     cr_assert(clmad_tensor_ndim(y) == 3 && clmad_tensor_dim(y, 2) == 3 && clmad_tensor_dim(y, 1) == 3);
     double hw[15], hy[18];
-    read_f64(ctx, w, hw, 15);
-    read_f64(ctx, y, hy, 18);
+    test_read_f64(ctx, w, hw, 15);
+    test_read_f64(ctx, y, hy, 18);
     for (size_t n = 0; n < 6; n++)
         for (size_t d = 0; d < 3; d++)
             cr_assert_eq(hy[n * 3 + d], hw[(size_t)idx[n] * 3 + d]);
@@ -344,8 +330,8 @@ Test(index_ops, cast_between_floats_has_a_gradient)
     clmad_tensor *x = gc_random(ctx, 2, xs, -1, 1, &seed);
     op_env e = {OP_CAST, 0, NULL, gc_random(ctx, 2, xs, -1, 1, &seed), NULL};
     double **g = gc_backward(ctx, op_loss, &e, 1, &x), hx[6], hw[6];
-    read_f64(ctx, x, hx, 6);
-    read_f64(ctx, e.w, hw, 6);
+    test_read_f64(ctx, x, hx, 6);
+    test_read_f64(ctx, e.w, hw, 6);
     for (int i = 0; i < 6; i++) {
         double t = tanh(hx[i]), want = hw[i] * (1 - t * t);
         cr_assert(fabs(g[0][i] - want) <= 1e-6, "element %d: %.9g, closed form %.9g", i, g[0][i], want);
@@ -371,9 +357,9 @@ Test(index_ops, where_with_integer_masks)
                                           &mask));
         CHECK_OK(ctx, clmad_where(ctx, mask, p[0], p[1], &y));
         double ha[6], hb[6], hy[6];
-        read_f64(ctx, p[0], ha, 6);
-        read_f64(ctx, p[1], hb, 6);
-        read_f64(ctx, y, hy, 6);
+        test_read_f64(ctx, p[0], ha, 6);
+        test_read_f64(ctx, p[1], hb, 6);
+        test_read_f64(ctx, y, hy, 6);
         for (int i = 0; i < 6; i++)
             cr_assert_eq(hy[i], (which ? m64[i] != 0 : m8[i] != 0) ? ha[i] : hb[i]);
         op_env e = {OP_WHERE, 0, NULL, weights_like(ctx, y, &seed), mask};
@@ -399,7 +385,7 @@ Test(index_ops, cross_entropy_index_value_gradient_accuracy)
     clmad_tensor *x = gc_random(ctx, 3, ls, -3, 3, &seed), *labels = i64_tensor(ctx, 2, ts, lab), *loss;
     CHECK_OK(ctx, clmad_cross_entropy_index(ctx, x, labels, &loss));
     double hx[24], want = 0, got;
-    read_f64(ctx, x, hx, 24);
+    test_read_f64(ctx, x, hx, 24);
     for (int r = 0; r < 6; r++) {
         double m = -INFINITY, s = 0;
         for (int c = 0; c < 4; c++)
@@ -456,7 +442,7 @@ Test(index_ops, cross_entropy_index_bad_row)
     cr_assert(isnan(v));
     CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
     CHECK_OK(ctx, clmad_tensor_grad(x, &g));
-    read_f64(ctx, g, hg, 6);
+    test_read_f64(ctx, g, hg, 6);
     for (int c = 0; c < 3; c++) {
         cr_assert(isnan(hg[c]));
         cr_assert(isfinite(hg[3 + c]));
@@ -566,8 +552,8 @@ Test(index_ops, broadcast_branching_on_a_label)
     clmad_tensor *in[2] = {x, lf};
     CHECK_OK(ctx, clmad_broadcast(ctx, k, in, &y));
     double hx[6], hy[6];
-    read_f64(ctx, x, hx, 6);
-    read_f64(ctx, y, hy, 6);
+    test_read_f64(ctx, x, hx, 6);
+    test_read_f64(ctx, y, hy, 6);
     for (int i = 0; i < 6; i++) {
         double want = lab[i] == 1 ? hx[i] * hx[i] : lab[i] == 2 ? exp(hx[i]) : -hx[i];
         cr_assert(fabs(hy[i] - want) <= 1e-15 * fmax(1, fabs(want)), "element %d: %g, host %g", i, hy[i], want);

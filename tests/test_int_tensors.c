@@ -165,14 +165,6 @@ static void still_usable(clmad_context *ctx)
     clmad_tensor_release(y);
 }
 
-#define REFUSED(ctx, call, status, needle)                                                          \
-    do {                                                                                            \
-        clmad_status st_ = (call);                                                                  \
-        cr_assert_eq(st_, status, "%s -> %s: %s", #call, clmad_status_string(st_), clmad_last_error(ctx)); \
-        cr_assert(test_contains(clmad_last_error(ctx), needle), "%s: message \"%s\" lacks \"%s\"", #call, \
-                  clmad_last_error(ctx), needle);                                                   \
-    } while (0)
-
 Test(int_tensors, never_differentiable)
 {
     clmad_context *ctx = test_context();

@@ -8,12 +8,17 @@ CMAKE_FLAGS ?=
 MAKEFLAGS += --no-print-directory
 
 .PHONY: all deps configure build test demo bench bench-peers check-vector install clean \
-        deps-portability test-portability bench-portability
+        deps-portability test-portability bench-portability deps-torch
 
 all: build
 
 deps:
 	@scripts/install-deps.sh
+
+# Debian's python3-torch, so that `make test` also checks clmad_hvp against
+# PyTorch's double backward (the test hvp_torch skips, saying so, without it).
+deps-torch:
+	@CLMAD_DEPS_TORCH=1 scripts/install-deps.sh
 
 $(BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)

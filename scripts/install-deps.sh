@@ -15,6 +15,14 @@ packages=(
 if [ "${CLMAD_DEPS_EXTRA:-0}" = 1 ]; then
   packages+=(mesa-opencl-icd oclgrind gnuplot-nox valgrind)
 fi
+# PyTorch from Debian (1.13, about 1 GB with its libraries), for the test that
+# checks clmad_hvp against double backward (hvp_torch; skipped without it).
+# Its recommends (Qt, codecs) are not needed.
+apt_options=()
+if [ "${CLMAD_DEPS_TORCH:-0}" = 1 ]; then
+  packages+=(python3-torch)
+  apt_options+=(--no-install-recommends)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -36,4 +44,4 @@ fi
 echo "clmad: installing missing packages: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq "${missing[@]}"
+"${sudo[@]}" apt-get install -y -qq "${apt_options[@]}" "${missing[@]}"

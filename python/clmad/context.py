@@ -215,8 +215,17 @@ class Context:
         return t
 
     def from_dlpack(self, obj, requires_grad=False):
-        """A tensor holding a copy of any DLPack producer's host data (np.from_dlpack)."""
-        return self.tensor(np.from_dlpack(obj), requires_grad)
+        """A tensor over a DLPack producer's host memory (np.from_dlpack): shared,
+        without a copy, where the device's memory is the host's and the data is
+        C-contiguous, aligned and writable; a copy otherwise."""
+        from .dlpack import wrap_host_array
+        a = np.from_dlpack(obj)
+        t = wrap_host_array(self, a, dtype_code(a.dtype))
+        if t is None:
+            return self.tensor(a, requires_grad)
+        if requires_grad:
+            t.requires_grad = True
+        return t
 
     def zeros(self, shape, dtype=np.float32, requires_grad=False):
         shape = _shape(shape)

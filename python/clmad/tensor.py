@@ -150,16 +150,21 @@ class Tensor:
             raise_for(status, self._ctx._raw)
         return self
 
-    # --- DLPack (a copy through NumPy: see the README) -------------------------
+    # --- DLPack (zero-copy on host-memory devices: dlpack.py) -------------------
     def __dlpack__(self, stream=None, **kwargs):
-        a = self.numpy()
+        """The tensor's memory itself where the device's memory is the host's (CPU
+        devices), else a host copy; see the README's DLPack notes."""
+        from .dlpack import host_view
+        a = host_view(self)
+        if a is None:
+            a = self.numpy()
         try:
             return a.__dlpack__(stream=stream, **kwargs)
         except TypeError:
             return a.__dlpack__(stream=stream)
 
     def __dlpack_device__(self):
-        return (1, 0)  # kDLCPU: what __dlpack__ exports is a host copy
+        return (1, 0)  # kDLCPU: the memory exported is host memory (the buffer, or a copy)
 
     # --- gradients -------------------------------------------------------------
     @property

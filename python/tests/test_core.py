@@ -223,15 +223,60 @@ def test_memory_is_flat_over_10000_cycles():
     assert after["programs_live"] == before["programs_live"]
 
 
-def test_dlpack_is_a_copy_both_ways(ctx):
+def _host_memory(ctx):
+    from clmad import _opencl
+    objects = _opencl.context_objects(ctx._live)
+    return _opencl.host_unified(objects[1])
+
+
+def test_dlpack_shares_host_memory_and_copies_otherwise(ctx):
     a = np.arange(6.0).reshape(2, 3)
     t = ctx.tensor(a)
     assert t.__dlpack_device__() == (1, 0)
     b = np.from_dlpack(t)
     np.testing.assert_array_equal(b, a)
+    b[0, 1] = 7.0
     u = ctx.from_dlpack(a)
-    a[0, 0] = 100  # a copy: the tensor keeps its value
-    assert u.numpy()[0, 0] == 0 and u.shape == (2, 3)
+    a[0, 0] = 100.0
+    shared = _host_memory(ctx)
+    # On a device whose memory is the host's both ways share memory; elsewhere both copy.
+    assert t.numpy()[0, 1] == (7.0 if shared else 1.0)
+    assert u.numpy()[0, 0] == (100.0 if shared else 0.0) and u.shape == (2, 3)
+    # An imported tensor is a tensor like any other: gradients through it.
+    u.requires_grad = True
+    (u * u).sum().backward()
+    np.testing.assert_array_equal(u.grad.numpy(), 2 * a)
+
+
+def test_dlpack_lifetimes(ctx):
+    from clmad import dlpack
+    before = ctx.stats()["live_tensor_bytes"]
+    t = ctx.tensor(np.arange(1000, dtype=np.float32))
+    b = np.from_dlpack(t)
+    del t
+    gc.collect()
+    assert b[999] == 999.0  # the view keeps the tensor
+    del b
+    gc.collect()
+    assert ctx.stats()["live_tensor_bytes"] == before
+    lent = len(dlpack._lent)
+    u = ctx.from_dlpack(np.full(1000, 3.0))
+    gc.collect()  # the array is gone on the Python side: the tensor keeps its memory
+    assert u.numpy().sum() == 3000.0
+    y = (u * 2.0).sum()
+    del u
+    gc.collect()
+    assert y.item() == 6000.0
+    del y
+    gc.collect()
+    assert len(dlpack._lent) == lent  # freed with the buffer's last reference
+    # Many round trips leave nothing behind.
+    t = ctx.tensor(np.ones(64, np.float32))
+    mid = ctx.stats()["live_tensor_bytes"]
+    for _ in range(2000):
+        ctx.from_dlpack(np.from_dlpack(t)).numpy()
+    gc.collect()
+    assert ctx.stats()["live_tensor_bytes"] == mid and len(dlpack._lent) == lent
 
 
 def test_devices_and_context_settings(ctx):

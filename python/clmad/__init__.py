@@ -3,7 +3,8 @@
 
 A thin ctypes layer over libclmad (include/clmad.h): Context, Tensor,
 Kernel (broadcast functions in OpenCL C over T), the builtin operations,
-reverse mode (Tensor.backward), forward mode (Kernel.partials, Kernel.jvp)
+reverse mode (Tensor.backward), Hessian-vector products (hvp),
+forward mode (Kernel.partials, Kernel.jvp)
 and the optimizers of clmad.optim. See python/README.md.
 """
 from . import _lib, optim
@@ -16,6 +17,7 @@ from .functional import (add, compare, concat, cross_entropy, div, dot, exp, get
                          logsumexp, matmul, max, mean, mse_loss, mul, neg, pow, relu, reshape, sigmoid,
                          slice, softmax, sqrt, sub, sum, tanh, transpose, where)
 from .kernel import Kernel, gradcheck
+from .second_order import hvp
 from .tensor import Tensor
 
 __version__ = _lib.lib.clmad_version_string().decode()

@@ -100,6 +100,7 @@ _PROTOTYPES = {
     "clmad_broadcast": (st, [ctx_p, kernel_p, PT, PT]),
     "clmad_broadcast_partials": (st, [ctx_p, kernel_p, PT, POINTER(c_int), PT, PT]),
     "clmad_broadcast_jvp": (st, [ctx_p, kernel_p, PT, PT, PT, PT]),
+    "clmad_hvp": (st, [ctx_p, T, T, c_int, PT, PT]),
     "clmad_gradcheck": (st, [ctx_p, kernel_p, c_int, c_size_t, POINTER(c_double), POINTER(c_double)]),
     "clmad_tensor_set_requires_grad": (st, [T, c_int]),
     "clmad_tensor_requires_grad": (c_int, [T]),

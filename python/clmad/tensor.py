@@ -202,6 +202,10 @@ class Tensor:
         if status:
             raise_for(status, ctx._raw)
 
+    def hvp(self, params, v):
+        """clmad.hvp(self, params, v): H·v of this one-element loss (see second_order.py)."""
+        return hvp(self, params, v)
+
     # --- operators -------------------------------------------------------------
     def __add__(self, other):
         return F.add(self, other)
@@ -317,3 +321,4 @@ class Tensor:
 
 
 from . import functional as F  # noqa: E402 (the operators call it at run time)
+from .second_order import hvp  # noqa: E402

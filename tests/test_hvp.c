@@ -643,3 +643,32 @@ Test(hvp, bad_arguments)
         clmad_tensor_release(all[i]);
     clmad_context_release(ctx);
 }
+
+/* An empty axis: logsumexp is -inf over it, and H v is empty. */
+Test(hvp, axis_operations_over_an_empty_axis)
+{
+    clmad_context *ctx = test_context();
+    const size_t shape[2] = {2, 0};
+    clmad_tensor *x, *v, *y, *loss, *hv = NULL;
+    CHECK_OK(ctx, clmad_tensor_zeros(ctx, CLMAD_F32, 2, shape, &x));
+    CHECK_OK(ctx, clmad_tensor_zeros(ctx, CLMAD_F32, 2, shape, &v));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(x, 1));
+    for (int op = 0; op < 3; op++) {
+        if (op == 0)
+            CHECK_OK(ctx, clmad_logsumexp(ctx, x, 1, 0, &y));
+        else if (op == 1)
+            CHECK_OK(ctx, clmad_softmax(ctx, x, 1, &y));
+        else
+            CHECK_OK(ctx, clmad_log_softmax(ctx, x, 0, &y));
+        CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &loss));
+        CHECK_OK(ctx, clmad_hvp(ctx, loss, &x, 1, &v, &hv));
+        cr_expect_eq(clmad_tensor_numel(hv), 0, "op %d: H v has x's (empty) shape", op);
+        clmad_tensor_release(hv);
+        clmad_tensor_release(loss);
+        clmad_tensor_release(y);
+        clmad_tape_clear(ctx);
+    }
+    clmad_tensor_release(x);
+    clmad_tensor_release(v);
+    clmad_context_release(ctx);
+}

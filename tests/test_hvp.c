@@ -3,10 +3,13 @@
  * clmad_hvp (forward over reverse), f64:
  *   - against central differences of gradients, (g(p + h v) - g(p - h v)) / 2h
  *     with g from clmad_backward, on an MLP (matmul, broadcast add, tanh,
- *     sub, mul, mean), an HM-LSTM cell update (a user broadcast with
- *     branches on inactive masks, after matmuls) and a user kernel with a
+ *     sub, mul, mean; with clmad_mse_loss; with clmad_cross_entropy of
+ *     probabilities), an HM-LSTM cell update (a user broadcast with
+ *     branches on inactive masks, after matmuls), a user kernel with a
  *     data-dependent loop (Newton's square root, a different number of
- *     steps per element);
+ *     steps per element), and each axis operation (max, logsumexp,
+ *     softmax, log_softmax) over a middle and the last axis of a 3-d tensor;
+ *   - closed forms of H v for softmax and logsumexp on a vector;
  *   - symmetry, u . H v = v . H u, over random programs;
  *   - refusal of an operation without a rule, naming it, and bad arguments.
  */
@@ -26,12 +29,15 @@ typedef struct problem {
     void *env;
     int n;                     /* parameters */
     int ndim[MAXP];
-    size_t shape[MAXP][2];
+    size_t shape[MAXP][3];
 } problem;
 
 static size_t numel(const problem *pb, int k)
 {
-    return pb->ndim[k] == 1 ? pb->shape[k][0] : pb->shape[k][0] * pb->shape[k][1];
+    size_t n = 1;
+    for (int d = 0; d < pb->ndim[k]; d++)
+        n *= pb->shape[k][d];
+    return n;
 }
 
 static uint64_t rng_state = 12345;
@@ -144,27 +150,42 @@ static void check_against_differences(clmad_context *ctx, const problem *pb, con
 
 /* ---- the MLP: mean((tanh(X W1 + b1) W2 + b2 - Y)^2) --------------------- */
 
-enum { MB = 4, MI = 3, MH = 5, MO = 2 };
+enum { MB = 4, MI = 3, MH = 5, MO = 3 };
+
+/* The MLP's loss: env NULL, or one of these. */
+static const int MSE_LOSS = 1;      /* clmad_mse_loss, made of sub, dot and mul */
+static const int CROSS_ENTROPY = 2; /* clmad_cross_entropy of probabilities: log_softmax, dot */
+static const int CROSS_ENTROPY_CLASSES = 3; /* of class indices as f64 values: log_softmax, where, dot */
 
 static clmad_status mlp(clmad_context *ctx, clmad_tensor **p, void *env, clmad_tensor **loss)
 {
-    const int library_loss = env != NULL; /* clmad_mse_loss, made of sub, dot and mul */
+    const int library_loss = env ? *(const int *)env : 0;
     double xs[MB * MI], ys[MB * MO];
     for (int i = 0; i < MB * MI; i++)
         xs[i] = sin(1.0 + i);
     for (int i = 0; i < MB * MO; i++)
         ys[i] = cos(2.0 * i);
+    for (int r = 0; r < MB && library_loss == CROSS_ENTROPY; r++) { /* soft labels: rows summing to 1 */
+        double total = 0;
+        for (int c = 0; c < MO; c++)
+            total += ys[r * MO + c] += 1.5;
+        for (int c = 0; c < MO; c++)
+            ys[r * MO + c] /= total;
+    }
+    for (int r = 0; r < MB && library_loss == CROSS_ENTROPY_CLASSES; r++)
+        ys[r] = (r * 2 + 1) % MO;
     size_t xsh[2] = {MB, MI}, ysh[2] = {MB, MO};
     clmad_tensor *x, *y, *a, *b, *h, *o, *q, *d, *s;
     CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 2, xsh, xs, &x));
-    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 2, ysh, ys, &y));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, library_loss == CROSS_ENTROPY_CLASSES ? 1 : 2, ysh, ys, &y));
     CHECK_OK(ctx, clmad_matmul(ctx, x, p[0], 0, 0, &a));
     CHECK_OK(ctx, clmad_add(ctx, a, p[1], &b));
     CHECK_OK(ctx, clmad_tanh(ctx, b, &h));
     CHECK_OK(ctx, clmad_matmul(ctx, h, p[2], 0, 0, &o));
     CHECK_OK(ctx, clmad_add(ctx, o, p[3], &q));
     if (library_loss) {
-        clmad_status st = clmad_mse_loss(ctx, q, y, loss);
+        clmad_status st = library_loss == MSE_LOSS ? clmad_mse_loss(ctx, q, y, loss)
+                                                   : clmad_cross_entropy(ctx, q, y, loss);
         clmad_tensor *all[] = {x, y, a, b, h, o, q};
         for (size_t i = 0; i < sizeof all / sizeof *all; i++)
             clmad_tensor_release(all[i]);
@@ -192,8 +213,19 @@ Test(hvp, mlp_with_mse_loss_against_differences_of_gradients)
 {
     clmad_context *ctx = test_context();
     problem pb = MLP;
-    pb.env = &pb;
+    pb.env = (void *)&MSE_LOSS;
     check_against_differences(ctx, &pb, "MLP with clmad_mse_loss");
+    clmad_context_release(ctx);
+}
+
+Test(hvp, mlp_with_softmax_cross_entropy_against_differences_of_gradients)
+{
+    clmad_context *ctx = test_context();
+    problem pb = MLP; /* MO = 3 classes */
+    pb.env = (void *)&CROSS_ENTROPY;
+    check_against_differences(ctx, &pb, "MLP with clmad_cross_entropy (probabilities)");
+    pb.env = (void *)&CROSS_ENTROPY_CLASSES;
+    check_against_differences(ctx, &pb, "MLP with clmad_cross_entropy (class indices as values)");
     clmad_context_release(ctx);
 }
 
@@ -322,6 +354,132 @@ Test(hvp, shape_operations_and_dot_against_differences_of_gradients)
     clmad_context_release(ctx);
 }
 
+/* ---- the axis operations ------------------------------------------------- */
+
+/* sum(tanh(1.5 op(X))) over a (3, 4, 5) parameter X: tanh makes the
+ * adjoint reaching op vary with its output (a nonzero adjoint tangent). */
+typedef struct axis_case {
+    const char *name;
+    int op; /* 0 max, 1 logsumexp, 2 softmax, 3 log_softmax */
+    int axis, keepdims;
+} axis_case;
+
+static clmad_status axis_model(clmad_context *ctx, clmad_tensor **p, void *env, clmad_tensor **loss)
+{
+    const axis_case *c = env;
+    clmad_tensor *f = NULL, *s, *t;
+    switch (c->op) {
+    case 0: CHECK_OK(ctx, clmad_max(ctx, p[0], c->axis, c->keepdims, &f)); break;
+    case 1: CHECK_OK(ctx, clmad_logsumexp(ctx, p[0], c->axis, c->keepdims, &f)); break;
+    case 2: CHECK_OK(ctx, clmad_softmax(ctx, p[0], c->axis, &f)); break;
+    default: CHECK_OK(ctx, clmad_log_softmax(ctx, p[0], c->axis, &f));
+    }
+    CHECK_OK(ctx, clmad_mul_scalar(ctx, f, 1.5, &s));
+    CHECK_OK(ctx, clmad_tanh(ctx, s, &t));
+    clmad_status st = clmad_sum(ctx, t, 0, NULL, 0, loss);
+    clmad_tensor_release(f);
+    clmad_tensor_release(s);
+    clmad_tensor_release(t);
+    return st;
+}
+
+static void check_axis_cases(int op, const char *name)
+{
+    clmad_context *ctx = test_context();
+    /* axis 1: a middle axis (outer 3, inner 5); -1: the last. */
+    const axis_case cases[] = {{name, op, 1, 0}, {name, op, -1, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        problem pb = {axis_model, (void *)&cases[i], 1, {3}, {{3, 4, 5}}};
+        char what[80];
+        snprintf(what, sizeof what, "%s, axis %d", name, cases[i].axis);
+        check_against_differences(ctx, &pb, what);
+    }
+    clmad_context_release(ctx);
+}
+
+Test(hvp, max_against_differences_of_gradients)
+{
+    check_axis_cases(0, "clmad_max");
+}
+
+Test(hvp, logsumexp_against_differences_of_gradients)
+{
+    check_axis_cases(1, "clmad_logsumexp");
+}
+
+Test(hvp, softmax_against_differences_of_gradients)
+{
+    check_axis_cases(2, "clmad_softmax");
+}
+
+Test(hvp, log_softmax_against_differences_of_gradients)
+{
+    check_axis_cases(3, "clmad_log_softmax");
+}
+
+/* Closed forms on a vector x, s = softmax(x), v a direction:
+ *   c . softmax(x):  H v = s (c - cbar) (v - s.v) - s (s . ((c - cbar) v)),
+ *                    cbar = s . c (the derivative of s (c - cbar));
+ *   logsumexp(x):    H v = s v - s (s . v). */
+Test(hvp, softmax_and_logsumexp_closed_forms)
+{
+    clmad_context *ctx = test_context();
+    if (!test_device_fp64())
+        cr_skip_test("the device has no fp64");
+    enum { N = 5 };
+    const size_t n = N;
+    double hx[N], hc[N], hv[N], s[N], got[N];
+    double total = 0, sv = 0, cbar = 0;
+    for (int i = 0; i < N; i++) {
+        hx[i] = 0.4 * i - 0.7 + 0.3 * sin(i);
+        hc[i] = cos(1.0 + 2 * i);
+        hv[i] = 1.0 - 0.35 * i;
+        total += exp(hx[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        s[i] = exp(hx[i]) / total;
+        sv += s[i] * hv[i];
+        cbar += s[i] * hc[i];
+    }
+    clmad_tensor *x, *c, *v, *y, *loss, *out;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, &n, hx, &x));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, &n, hc, &c));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F64, 1, &n, hv, &v));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(x, 1));
+
+    CHECK_OK(ctx, clmad_softmax(ctx, x, 0, &y));
+    CHECK_OK(ctx, clmad_dot(ctx, c, y, &loss));
+    CHECK_OK(ctx, clmad_hvp(ctx, loss, &x, 1, &v, &out));
+    test_read_f64(ctx, out, got, N);
+    double cross = 0; /* s . ((c - cbar) v) */
+    for (int i = 0; i < N; i++)
+        cross += s[i] * (hc[i] - cbar) * hv[i];
+    for (int i = 0; i < N; i++) {
+        const double want = s[i] * (hc[i] - cbar) * (hv[i] - sv) - s[i] * cross;
+        cr_expect(fabs(got[i] - want) <= 1e-12, "softmax: H v [%d] = %.17g, closed form %.17g", i, got[i], want);
+    }
+    clmad_tensor_release(out);
+    clmad_tensor_release(loss);
+    clmad_tensor_release(y);
+    clmad_tape_clear(ctx);
+
+    CHECK_OK(ctx, clmad_logsumexp(ctx, x, 0, 0, &loss));
+    CHECK_OK(ctx, clmad_hvp(ctx, loss, &x, 1, &v, &out));
+    test_read_f64(ctx, out, got, N);
+    for (int i = 0; i < N; i++) {
+        const double want = s[i] * hv[i] - s[i] * sv;
+        cr_expect(fabs(got[i] - want) <= 1e-12, "logsumexp: H v [%d] = %.17g, closed form %.17g", i, got[i],
+                  want);
+    }
+    clmad_tensor_release(out);
+    clmad_tensor_release(loss);
+    clmad_tape_clear(ctx);
+    clmad_tensor *all[] = {x, c, v};
+    for (size_t i = 0; i < 3; i++)
+        clmad_tensor_release(all[i]);
+    clmad_context_release(ctx);
+}
+
 /* ---- symmetry over random programs --------------------------------------- */
 
 /* A random chain on a (3, 4) value: each step one of matmul by a (4, 4)
@@ -427,21 +585,27 @@ Test(hvp, refuses_an_operation_without_a_rule)
 {
     clmad_context *ctx = test_context();
     const size_t n = 4;
-    clmad_tensor *x, *s, *loss, *v, *hv = NULL;
+    const size_t m = 3;
+    const int64_t picks[3] = {2, 0, 2};
+    clmad_tensor *x, *index, *t, *s, *loss, *v, *hv = NULL;
     CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, &n, 0.5, &x));
     CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, &n, 1.0, &v));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_I64, 1, &m, picks, &index));
     CHECK_OK(ctx, clmad_tensor_set_requires_grad(x, 1));
-    CHECK_OK(ctx, clmad_softmax(ctx, x, 0, &s));
+    /* Operations with rules around one without (clmad_gather). */
+    CHECK_OK(ctx, clmad_tanh(ctx, x, &t));
+    CHECK_OK(ctx, clmad_gather(ctx, t, 0, index, &s));
     CHECK_OK(ctx, clmad_sum(ctx, s, 0, NULL, 0, &loss));
     cr_expect_eq(clmad_hvp(ctx, loss, &x, 1, &v, &hv), CLMAD_ERR_UNSUPPORTED);
-    cr_expect(test_contains(clmad_last_error(ctx), "softmax"), "names the operation: %s", clmad_last_error(ctx));
+    cr_expect(test_contains(clmad_last_error(ctx), "clmad_gather"), "names the operation: %s",
+              clmad_last_error(ctx));
     cr_expect_null(hv, "nothing written");
     /* The tape is untouched: backward still works. */
     CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
     /* And now the tape is consumed. */
     cr_expect_eq(clmad_hvp(ctx, loss, &x, 1, &v, &hv), CLMAD_ERR_STATE);
-    clmad_tensor *all[] = {x, s, loss, v};
-    for (size_t i = 0; i < 4; i++)
+    clmad_tensor *all[] = {x, index, t, s, loss, v};
+    for (size_t i = 0; i < 6; i++)
         clmad_tensor_release(all[i]);
     clmad_context_release(ctx);
 }
@@ -477,5 +641,34 @@ Test(hvp, bad_arguments)
     clmad_tensor *all[] = {x, y, loss, v, w};
     for (size_t i = 0; i < 5; i++)
         clmad_tensor_release(all[i]);
+    clmad_context_release(ctx);
+}
+
+/* An empty axis: logsumexp is -inf over it, and H v is empty. */
+Test(hvp, axis_operations_over_an_empty_axis)
+{
+    clmad_context *ctx = test_context();
+    const size_t shape[2] = {2, 0};
+    clmad_tensor *x, *v, *y, *loss, *hv = NULL;
+    CHECK_OK(ctx, clmad_tensor_zeros(ctx, CLMAD_F32, 2, shape, &x));
+    CHECK_OK(ctx, clmad_tensor_zeros(ctx, CLMAD_F32, 2, shape, &v));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(x, 1));
+    for (int op = 0; op < 3; op++) {
+        if (op == 0)
+            CHECK_OK(ctx, clmad_logsumexp(ctx, x, 1, 0, &y));
+        else if (op == 1)
+            CHECK_OK(ctx, clmad_softmax(ctx, x, 1, &y));
+        else
+            CHECK_OK(ctx, clmad_log_softmax(ctx, x, 0, &y));
+        CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &loss));
+        CHECK_OK(ctx, clmad_hvp(ctx, loss, &x, 1, &v, &hv));
+        cr_expect_eq(clmad_tensor_numel(hv), 0, "op %d: H v has x's (empty) shape", op);
+        clmad_tensor_release(hv);
+        clmad_tensor_release(loss);
+        clmad_tensor_release(y);
+        clmad_tape_clear(ctx);
+    }
+    clmad_tensor_release(x);
+    clmad_tensor_release(v);
     clmad_context_release(ctx);
 }

@@ -16,6 +16,7 @@ static const char *const AXIS_NAMES[] = {"clmad_max", "clmad_logsumexp", "clmad_
 
 typedef struct axis_data {
     axis_kind kind;
+    int axis;                /* of x, in [0, x's rank) */
     size_t outer, n, inner;  /* x seen as outer x n x inner, the axis in the middle */
     clmad_tensor *y;         /* the output (a reference): backward reads it */
 } axis_data;
@@ -28,35 +29,58 @@ static void axis_free(clmad_node *node)
     node->data = NULL;
 }
 
-static clmad_status axis_backward(clmad_context *ctx, clmad_node *node)
+clmad_status clmad__axis_pullback(clmad_context *ctx, const clmad_node *node, clmad_tensor *adj,
+                                  clmad_tensor **g)
 {
-    axis_data *d = node->data;
-    clmad_tensor *x = node->inputs[0], *adj = node->out_adj[0], *g;
-    clmad_status st = clmad_tensor_create(ctx, x->dtype, x->ndim, x->shape, NULL, &g);
+    const axis_data *d = node->data;
+    clmad_tensor *x = node->inputs[0];
+    clmad_status st = clmad_tensor_create(ctx, x->dtype, x->ndim, x->shape, NULL, g);
     if (st != CLMAD_OK || x->numel == 0)
-        return st == CLMAD_OK ? clmad__accumulate_input(ctx, node, 0, g) : st;
+        return st;
     cl_ulong rows = d->outer * d->inner, n = d->n, inner = d->inner;
     cl_int take_log = d->kind == AXIS_LOG_SOFTMAX;
     uint64_t bytes = (uint64_t)(3 * x->numel + 2 * rows) * clmad_dtype_size(x->dtype);
     const size_t m = sizeof(cl_mem), u = sizeof(cl_ulong);
     if (d->kind == AXIS_MAX) {
         const size_t sizes[] = {m, m, m, m, u, u, u};
-        const void *values[] = {&g->mem, &x->mem, &d->y->mem, &adj->mem, &rows, &n, &inner};
+        const void *values[] = {&(*g)->mem, &x->mem, &d->y->mem, &adj->mem, &rows, &n, &inner};
         st = clmad__launch_cached(ctx, x->dtype, CLMAD_OPS_AXIS_MAX_GRAD, 7, sizes, values, rows, bytes);
     } else if (d->kind == AXIS_LOGSUMEXP) {
         const size_t sizes[] = {m, m, m, u, u, u};
-        const void *values[] = {&g->mem, &x->mem, &adj->mem, &rows, &n, &inner};
+        const void *values[] = {&(*g)->mem, &x->mem, &adj->mem, &rows, &n, &inner};
         st = clmad__launch_cached(ctx, x->dtype, CLMAD_OPS_AXIS_LOGSUMEXP_GRAD, 6, sizes, values, rows, bytes);
     } else {
         const size_t sizes[] = {m, m, m, u, u, u, sizeof take_log};
-        const void *values[] = {&g->mem, &d->y->mem, &adj->mem, &rows, &n, &inner, &take_log};
+        const void *values[] = {&(*g)->mem, &d->y->mem, &adj->mem, &rows, &n, &inner, &take_log};
         st = clmad__launch_cached(ctx, x->dtype, CLMAD_OPS_AXIS_SOFTMAX_GRAD, 7, sizes, values, rows, bytes);
     }
     if (st != CLMAD_OK) {
-        clmad_tensor_release(g);
-        return st;
+        clmad_tensor_release(*g);
+        *g = NULL;
     }
-    return clmad__accumulate_input(ctx, node, 0, g);
+    return st;
+}
+
+static clmad_status axis_backward(clmad_context *ctx, clmad_node *node)
+{
+    clmad_tensor *g;
+    clmad_status st = clmad__axis_pullback(ctx, node, node->out_adj[0], &g);
+    return st == CLMAD_OK ? clmad__accumulate_input(ctx, node, 0, g) : st;
+}
+
+clmad_axis_op clmad__axis_node(const clmad_node *node, int *axis, clmad_tensor **y)
+{
+    if (node->backward != axis_backward || !node->data)
+        return CLMAD_AXIS_NONE;
+    const axis_data *d = node->data;
+    *axis = d->axis;
+    *y = d->y;
+    switch (d->kind) {
+    case AXIS_MAX: return CLMAD_AXIS_MAX;
+    case AXIS_LOGSUMEXP: return CLMAD_AXIS_LOGSUMEXP;
+    case AXIS_SOFTMAX: return CLMAD_AXIS_SOFTMAX;
+    default: return CLMAD_AXIS_LOG_SOFTMAX;
+    }
 }
 
 /* The forward of kind into *y (new), x seen as outer x n x inner. */
@@ -126,7 +150,7 @@ static clmad_status axis_op(clmad_context *ctx, axis_kind kind, clmad_tensor *x,
         axis_data *d = malloc(sizeof *d);
         clmad_node *node;
         if (d)
-            *d = (axis_data){kind, outer, x->shape[a], inner, clmad_tensor_retain(y)};
+            *d = (axis_data){kind, a, outer, x->shape[a], inner, clmad_tensor_retain(y)};
         st = d ? clmad__record_op(ctx, name, axis_backward, &x, 1, &y, 1, d, axis_free, &node)
                : clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory in %s", name);
         if (st != CLMAD_OK) {

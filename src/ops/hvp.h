@@ -37,4 +37,8 @@ clmad_status clmad__hvp_add_into(clmad_context *ctx, clmad_tensor **acc, clmad_t
  * status. With ctx NULL only answers whether node is one. */
 int clmad__hvp_shape(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io, int backward, clmad_status *st);
 
+/* The axis operations' rules (hvp_axis.c: clmad_max, clmad_logsumexp,
+ * clmad_softmax, clmad_log_softmax), answering as clmad__hvp_shape. */
+int clmad__hvp_axis(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io, int backward, clmad_status *st);
+
 #endif

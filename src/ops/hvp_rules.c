@@ -9,30 +9,12 @@
  *   sum, mean  linear: the same rule on tangents as on values;
  *   products   C = op(A) op(B): Cdot = P(Adot, B) + P(A, Bdot), and the
  *              adjoints, bilinear in (Cbar, B) and (A, Cbar), likewise.
- *   shape ops  hvp_shape.c.
+ *   shape ops  hvp_shape.c; axis ops (max, softmax, ...) hvp_axis.c.
  * Every other operation is refused by clmad_hvp (clmad__hvp_supported).
  */
 #include "ops/hvp.h"
 #include "ops/ops.h"
 #include "broadcast/node.h"
-
-clmad_status clmad__hvp_add_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *x)
-{
-    if (!x)
-        return CLMAD_OK;
-    if (!*acc) {
-        *acc = x;
-        return CLMAD_OK;
-    }
-    clmad_tensor *s;
-    clmad_status st = clmad_add(ctx, *acc, x, &s);
-    clmad_tensor_release(x);
-    if (st != CLMAD_OK)
-        return st;
-    clmad_tensor_release(*acc);
-    *acc = s;
-    return CLMAD_OK;
-}
 
 /* *acc += a * b, nothing when either is zero (NULL). */
 static clmad_status mul_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *a, clmad_tensor *b)
@@ -251,7 +233,8 @@ int clmad__hvp_supported(const clmad_node *node)
     clmad_status st;
     return clmad__bcast_node(node, &k, &active) || clmad__sum_node(node, reduce, &scale) ||
            (node->backward == clmad__product_backward && node->data) || clmad__dot_node(node) ||
-           clmad__hvp_shape(NULL, (clmad_node *)node, NULL, 0, &st);
+           clmad__hvp_shape(NULL, (clmad_node *)node, NULL, 0, &st) ||
+           clmad__hvp_axis(NULL, (clmad_node *)node, NULL, 0, &st);
 }
 
 clmad_status clmad__hvp_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
@@ -266,6 +249,8 @@ clmad_status clmad__hvp_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_
         return sum_forward(ctx, node, reduce, scale, io);
     clmad_status st;
     if (clmad__hvp_shape(ctx, node, io, 0, &st))
+        return st;
+    if (clmad__hvp_axis(ctx, node, io, 0, &st))
         return st;
     if (clmad__dot_node(node))
         return dot_forward(ctx, node, io);
@@ -293,6 +278,8 @@ clmad_status clmad__hvp_backward(clmad_context *ctx, clmad_node *node, clmad_hvp
     }
     clmad_status st;
     if (clmad__hvp_shape(ctx, node, io, 1, &st))
+        return st;
+    if (clmad__hvp_axis(ctx, node, io, 1, &st))
         return st;
     if (clmad__dot_node(node))
         return dot_backward(ctx, node, io);

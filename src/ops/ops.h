@@ -71,6 +71,25 @@ int clmad__dot_node(const clmad_node *node);
  * entries) is 1 for a summed axis of the input, *scale 1 or 1/count. */
 int clmad__sum_node(const clmad_node *node, int *reduce, double *scale);
 
+/* ---- the axis operations (axis.c), for clmad_hvp ---- */
+/* Which axis operation node is (CLMAD_AXIS_NONE: none), with the axis of
+ * its input it runs along and its output *y (borrowed from the node). */
+typedef enum clmad_axis_op {
+    CLMAD_AXIS_NONE,
+    CLMAD_AXIS_MAX,
+    CLMAD_AXIS_LOGSUMEXP,
+    CLMAD_AXIS_SOFTMAX,
+    CLMAD_AXIS_LOG_SOFTMAX
+} clmad_axis_op;
+clmad_axis_op clmad__axis_node(const clmad_node *node, int *axis, clmad_tensor **y);
+
+/* The adjoint of the input of an axis node for the output adjoint adj
+ * (the output's shape, not NULL) into *g (new, the input's shape): the
+ * node's backward kernel. It is linear in adj; for clmad_max it routes
+ * each row's adjoint to the element backward picks (the first maximal). */
+clmad_status clmad__axis_pullback(clmad_context *ctx, const clmad_node *node, clmad_tensor *adj,
+                                  clmad_tensor **g);
+
 clmad_status clmad__finish_op(clmad_context *ctx, const char *name, clmad_backward_fn backward,
                               clmad_tensor *const *ins, int n, clmad_tensor *y, void *data,
                               void (*free_data)(clmad_node *node), clmad_status st, clmad_tensor **out);

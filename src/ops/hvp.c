@@ -163,8 +163,8 @@ static clmad_status check_arguments(clmad_context *ctx, clmad_tensor *loss, clma
             return clmad__fail(ctx, CLMAD_ERR_UNSUPPORTED,
                                "clmad_hvp: the tape holds '%s', which has no second-order rule yet (clmad_hvp "
                                "supports broadcasts, the elementwise builtins, matmul, bmm, dot, sum, mean, slice, concat, "
-                               "reshape "
-                               "and transpose)",
+                               "reshape, transpose, index_select, embedding, gather, scatter_add "
+                               "and cast)",
                                tape->nodes[i]->name);
     return CLMAD_OK;
 }

@@ -37,4 +37,9 @@ clmad_status clmad__hvp_add_into(clmad_context *ctx, clmad_tensor **acc, clmad_t
  * status. With ctx NULL only answers whether node is one. */
 int clmad__hvp_shape(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io, int backward, clmad_status *st);
 
+/* The index operations' and cast's rules (hvp_index.c), and those of
+ * clmad_matmul by NumPy's rules (hvp_matmul_nd.c): as clmad__hvp_shape. */
+int clmad__hvp_index(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io, int backward, clmad_status *st);
+int clmad__hvp_matmul_nd(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io, int backward, clmad_status *st);
+
 #endif

@@ -9,7 +9,8 @@
  *   sum, mean  linear: the same rule on tangents as on values;
  *   products   C = op(A) op(B): Cdot = P(Adot, B) + P(A, Bdot), and the
  *              adjoints, bilinear in (Cbar, B) and (A, Cbar), likewise.
- *   shape ops  hvp_shape.c.
+ *   shape ops  hvp_shape.c; index ops and cast hvp_index.c; matmul by
+ *              NumPy's rules hvp_matmul_nd.c.
  * Every other operation is refused by clmad_hvp (clmad__hvp_supported).
  */
 #include "ops/hvp.h"
@@ -251,7 +252,9 @@ int clmad__hvp_supported(const clmad_node *node)
     clmad_status st;
     return clmad__bcast_node(node, &k, &active) || clmad__sum_node(node, reduce, &scale) ||
            (node->backward == clmad__product_backward && node->data) || clmad__dot_node(node) ||
-           clmad__hvp_shape(NULL, (clmad_node *)node, NULL, 0, &st);
+           clmad__hvp_shape(NULL, (clmad_node *)node, NULL, 0, &st) ||
+           clmad__hvp_index(NULL, (clmad_node *)node, NULL, 0, &st) ||
+           clmad__hvp_matmul_nd(NULL, (clmad_node *)node, NULL, 0, &st);
 }
 
 clmad_status clmad__hvp_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
@@ -266,6 +269,8 @@ clmad_status clmad__hvp_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_
         return sum_forward(ctx, node, reduce, scale, io);
     clmad_status st;
     if (clmad__hvp_shape(ctx, node, io, 0, &st))
+        return st;
+    if (clmad__hvp_index(ctx, node, io, 0, &st) || clmad__hvp_matmul_nd(ctx, node, io, 0, &st))
         return st;
     if (clmad__dot_node(node))
         return dot_forward(ctx, node, io);
@@ -293,6 +298,8 @@ clmad_status clmad__hvp_backward(clmad_context *ctx, clmad_node *node, clmad_hvp
     }
     clmad_status st;
     if (clmad__hvp_shape(ctx, node, io, 1, &st))
+        return st;
+    if (clmad__hvp_index(ctx, node, io, 1, &st) || clmad__hvp_matmul_nd(ctx, node, io, 1, &st))
         return st;
     if (clmad__dot_node(node))
         return dot_backward(ctx, node, io);

@@ -794,8 +794,10 @@ CLMAD_API clmad_status clmad_broadcast_second(clmad_context *ctx, clmad_kernel *
  * (conjugate gradient), then clmad_backward or clmad_tape_clear. Gradients
  * of leaves are left alone; nothing is recorded.
  * Supported operations: broadcasts (user kernels, the elementwise builtins
- * and the scalar forms), matmul, bmm, dot, sum, mean, slice, concat,
- * reshape, transpose, and what is made of them (clmad_mse_loss). A tape
+ * and the scalar forms), matmul (batches and 1-d operands too), bmm, dot,
+ * sum, mean, slice, concat, reshape, transpose, index_select, embedding,
+ * gather, scatter_add, cast (f32/f64), and what is made of them
+ * (clmad_mse_loss, clmad_where with an integer mask). A tape
  * holding any other operation (today the axis operations, hence
  * clmad_cross_entropy) is refused with CLMAD_ERR_UNSUPPORTED naming it,
  * before anything runs.

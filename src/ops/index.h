@@ -43,7 +43,8 @@ clmad_status clmad__index_move(clmad_context *ctx, clmad_kernel_id id, clmad_ten
  * Which index operation recorded a node, and the operation's linear map or
  * its adjoint applied to other tensors (tangents) with the node's index. */
 
-/* 1 if node is clmad_index_select's or clmad_embedding's; _gather, _scatter_add, _cast likewise. */
+/* 1 if node is clmad_index_select's or clmad_embedding's (select), or
+ * clmad_gather's, clmad_scatter_add's, clmad_cast's. */
 int clmad__select_node(const clmad_node *node);
 int clmad__gather_node(const clmad_node *node);
 int clmad__scatter_add_node(const clmad_node *node);

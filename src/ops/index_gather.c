@@ -49,8 +49,8 @@ static clmad_status gather_backward(clmad_context *ctx, clmad_node *node)
     clmad_status st = clmad__adjoint_open(ctx, node, 0, 0, &t);
     if (st != CLMAD_OK || !t.slot)
         return st;
-    st = clmad__index_move(ctx, CLMAD_INDEX_SCATTER_ADD, t.tensor, node->out_adj[0], node->inputs[1], d->v, d->k_len,
-              t.accumulate);
+    st = clmad__index_move(ctx, CLMAD_INDEX_SCATTER_ADD, t.tensor, node->out_adj[0], node->inputs[1], d->v,
+                           d->k_len, t.accumulate);
     return clmad__adjoint_close(&t, st);
 }
 
@@ -105,7 +105,8 @@ static clmad_status scatter_backward(clmad_context *ctx, clmad_node *node)
     if (st == CLMAD_OK)
         st = clmad__adjoint_open(ctx, node, 2, 0, &t);
     if (st == CLMAD_OK && t.slot) {
-        st = clmad__index_move(ctx, CLMAD_INDEX_GATHER, t.tensor, adj, node->inputs[1], d->v, d->k_len, t.accumulate);
+        st = clmad__index_move(ctx, CLMAD_INDEX_GATHER, t.tensor, adj, node->inputs[1], d->v, d->k_len,
+                               t.accumulate);
         st = clmad__adjoint_close(&t, st);
     }
     return st;

@@ -17,24 +17,6 @@
 #include "ops/ops.h"
 #include "broadcast/node.h"
 
-clmad_status clmad__hvp_add_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *x)
-{
-    if (!x)
-        return CLMAD_OK;
-    if (!*acc) {
-        *acc = x;
-        return CLMAD_OK;
-    }
-    clmad_tensor *s;
-    clmad_status st = clmad_add(ctx, *acc, x, &s);
-    clmad_tensor_release(x);
-    if (st != CLMAD_OK)
-        return st;
-    clmad_tensor_release(*acc);
-    *acc = s;
-    return CLMAD_OK;
-}
-
 /* *acc += a * b, nothing when either is zero (NULL). */
 static clmad_status mul_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *a, clmad_tensor *b)
 {

@@ -794,16 +794,16 @@ CLMAD_API clmad_status clmad_broadcast_second(clmad_context *ctx, clmad_kernel *
  * (conjugate gradient), then clmad_backward or clmad_tape_clear. Gradients
  * of leaves are left alone; nothing is recorded.
  * Supported operations: broadcasts (user kernels, the elementwise builtins
- * and the scalar forms), matmul, bmm, dot, sum, mean, slice, concat,
- * reshape, transpose, the axis operations (clmad_max, clmad_logsumexp,
- * clmad_softmax, clmad_log_softmax; max is taken as linear in the element
- * its gradient picks, second derivative 0), and what is made of
- * them (clmad_mse_loss, clmad_cross_entropy with a float target). A tape
- * holding any other operation (today clmad_matmul of operands other than
- * two 2-d ones, clmad_cast, and the index operations: clmad_gather,
- * clmad_scatter_add, clmad_index_select, clmad_embedding, hence
- * clmad_cross_entropy_index and integer labels) is refused with
- * CLMAD_ERR_UNSUPPORTED naming it, before anything runs.
+ * and the scalar forms), matmul (batches and 1-d operands too), bmm, dot,
+ * sum, mean, slice, concat, reshape, transpose, the axis operations
+ * (clmad_max, clmad_logsumexp, clmad_softmax, clmad_log_softmax; max is
+ * taken as linear in the element its gradient picks, second derivative
+ * 0), index_select, embedding, gather, scatter_add, cast (f32/f64), and
+ * what is made of them (clmad_mse_loss, clmad_cross_entropy and
+ * clmad_cross_entropy_index, clmad_where with an integer mask): every
+ * operation that records on the tape. A tape holding an operation without
+ * a second-order rule would be refused with CLMAD_ERR_UNSUPPORTED naming
+ * it, before anything runs.
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, n <= 0, a parameter that is not
  * a leaf requiring a gradient, a repeated parameter, another context),
  * CLMAD_ERR_SHAPE (a loss of more than one element, v[k] not shaped like

@@ -7,11 +7,14 @@
  *     probabilities), an HM-LSTM cell update (a user broadcast with
  *     branches on inactive masks, after matmuls), a user kernel with a
  *     data-dependent loop (Newton's square root, a different number of
- *     steps per element), and each axis operation (max, logsumexp,
- *     softmax, log_softmax) over a middle and the last axis of a 3-d tensor;
+ *     steps per element), each axis operation (max, logsumexp, softmax,
+ *     log_softmax) over a middle and the last axis of a 3-d tensor, matmul
+ *     by NumPy's rules (broadcast batches, 1-d operands, transposed
+ *     operands), the index operations (embedding, index_select, gather,
+ *     scatter_add, where with an integer mask) and cast through f32;
  *   - closed forms of H v for softmax and logsumexp on a vector;
  *   - symmetry, u . H v = v . H u, over random programs;
- *   - refusal of an operation without a rule, naming it, and bad arguments.
+ *   - a closed form through gather, a consumed tape, and bad arguments.
  */
 #include "support.h"
 
@@ -112,14 +115,15 @@ static void free_set(const problem *pb, double **s)
     free(s);
 }
 
-/* clmad_hvp against central differences of clmad_backward's gradients. */
-static void check_against_differences(clmad_context *ctx, const problem *pb, const char *what)
+/* clmad_hvp against central differences of clmad_backward's gradients,
+ * step h, tolerance tol relative to max(1, |difference|). */
+static void check_against_differences_at(clmad_context *ctx, const problem *pb, const char *what, double h,
+                                         double tol)
 {
     if (!test_device_fp64())
         cr_skip_test("the device has no fp64");
     double **x = alloc_set(pb, 1), **v = alloc_set(pb, 1), **hv = alloc_set(pb, 0);
     double **xp = alloc_set(pb, 0), **xm = alloc_set(pb, 0), **gp = alloc_set(pb, 0), **gm = alloc_set(pb, 0);
-    const double h = 1e-5;
     for (int k = 0; k < pb->n; k++)
         for (size_t i = 0; i < numel(pb, k); i++) {
             xp[k][i] = x[k][i] + h * v[k][i];
@@ -134,7 +138,7 @@ static void check_against_differences(clmad_context *ctx, const problem *pb, con
             const double fd = (gp[k][i] - gm[k][i]) / (2 * h);
             worst = fmax(worst, fabs(hv[k][i] - fd));
             scale = fmax(scale, fabs(fd));
-            cr_expect(fabs(hv[k][i] - fd) <= 1e-6 * fmax(1.0, fabs(fd)),
+            cr_expect(fabs(hv[k][i] - fd) <= tol * fmax(1.0, fabs(fd)),
                       "%s: H v of parameter %d [%zu] = %.12g, differences of gradients %.12g", what, k, i,
                       hv[k][i], fd);
         }
@@ -148,6 +152,12 @@ static void check_against_differences(clmad_context *ctx, const problem *pb, con
     free_set(pb, gm);
 }
 
+/* The same for a model in f64 throughout. */
+static void check_against_differences(clmad_context *ctx, const problem *pb, const char *what)
+{
+    check_against_differences_at(ctx, pb, what, 1e-5, 1e-6);
+}
+
 /* ---- the MLP: mean((tanh(X W1 + b1) W2 + b2 - Y)^2) --------------------- */
 
 enum { MB = 4, MI = 3, MH = 5, MO = 3 };
@@ -156,6 +166,7 @@ enum { MB = 4, MI = 3, MH = 5, MO = 3 };
 static const int MSE_LOSS = 1;      /* clmad_mse_loss, made of sub, dot and mul */
 static const int CROSS_ENTROPY = 2; /* clmad_cross_entropy of probabilities: log_softmax, dot */
 static const int CROSS_ENTROPY_CLASSES = 3; /* of class indices as f64 values: log_softmax, where, dot */
+static const int CROSS_ENTROPY_INDEX = 4;   /* clmad_cross_entropy_index: log_softmax, gather, mean */
 
 static clmad_status mlp(clmad_context *ctx, clmad_tensor **p, void *env, clmad_tensor **loss)
 {
@@ -183,6 +194,17 @@ static clmad_status mlp(clmad_context *ctx, clmad_tensor **p, void *env, clmad_t
     CHECK_OK(ctx, clmad_tanh(ctx, b, &h));
     CHECK_OK(ctx, clmad_matmul(ctx, h, p[2], 0, 0, &o));
     CHECK_OK(ctx, clmad_add(ctx, o, p[3], &q));
+    if (library_loss == CROSS_ENTROPY_INDEX) {
+        const int64_t labels[MB] = {1, 0, 2, 1};
+        const size_t nb = MB;
+        clmad_tensor *l;
+        CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_I64, 1, &nb, labels, &l));
+        clmad_status st = clmad_cross_entropy_index(ctx, q, l, loss);
+        clmad_tensor *all[] = {x, y, a, b, h, o, q, l};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+            clmad_tensor_release(all[i]);
+        return st;
+    }
     if (library_loss) {
         clmad_status st = library_loss == MSE_LOSS ? clmad_mse_loss(ctx, q, y, loss)
                                                    : clmad_cross_entropy(ctx, q, y, loss);
@@ -226,6 +248,8 @@ Test(hvp, mlp_with_softmax_cross_entropy_against_differences_of_gradients)
     check_against_differences(ctx, &pb, "MLP with clmad_cross_entropy (probabilities)");
     pb.env = (void *)&CROSS_ENTROPY_CLASSES;
     check_against_differences(ctx, &pb, "MLP with clmad_cross_entropy (class indices as values)");
+    pb.env = (void *)&CROSS_ENTROPY_INDEX;
+    check_against_differences(ctx, &pb, "MLP with clmad_cross_entropy_index (i64 labels)");
     clmad_context_release(ctx);
 }
 
@@ -477,6 +501,116 @@ Test(hvp, softmax_and_logsumexp_closed_forms)
     clmad_tensor *all[] = {x, c, v};
     for (size_t i = 0; i < 3; i++)
         clmad_tensor_release(all[i]);
+
+/* ---- matmul by NumPy's rules: broadcast batch axes, 1-d operands --------- */
+
+/* sum(w^2) with w = p3 @ (tanh(A @ B) @ p2): A (2, 1, 3, 4) from p0, B
+ * (3, 4, 5) from p1 (batch axes broadcast both ways: a GEMM per result
+ * matrix, adjoints summed over the broadcast axes), p2 a 1-d b (the
+ * stacked GEMM), p3 a 1-d a against a batch (summed). env non-NULL: A and
+ * B stored transposed, and p2 a (1, 5) row used transposed. */
+static clmad_status matmul_nd_model(clmad_context *ctx, clmad_tensor **p, void *env, clmad_tensor **loss)
+{
+    const int t = env != NULL;
+    const size_t as[4] = {2, 1, t ? 4 : 3, t ? 3 : 4}, bs[3] = {3, t ? 5 : 4, t ? 4 : 5};
+    clmad_tensor *a, *b, *c, *th, *z, *w, *sq;
+    CHECK_OK(ctx, clmad_reshape(ctx, p[0], 4, as, &a));
+    CHECK_OK(ctx, clmad_reshape(ctx, p[1], 3, bs, &b));
+    CHECK_OK(ctx, clmad_matmul(ctx, a, b, t, t, &c)); /* (2, 3, 3, 5) */
+    CHECK_OK(ctx, clmad_tanh(ctx, c, &th));
+    CHECK_OK(ctx, clmad_matmul(ctx, th, p[2], 0, t, &z)); /* (2, 3, 3) or (2, 3, 3, 1) */
+    CHECK_OK(ctx, clmad_matmul(ctx, p[3], z, 0, 0, &w));  /* (2, 3) or (2, 3, 1) */
+    CHECK_OK(ctx, clmad_mul(ctx, w, w, &sq));
+    clmad_status st = clmad_sum(ctx, sq, 0, NULL, 0, loss);
+    clmad_tensor *all[] = {a, b, c, th, z, w, sq};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        clmad_tensor_release(all[i]);
+    return st;
+}
+
+Test(hvp, matmul_with_broadcast_batches_and_vectors_against_differences_of_gradients)
+{
+    clmad_context *ctx = test_context();
+    problem pb = {matmul_nd_model, NULL, 4, {2, 2, 1, 1}, {{6, 4}, {12, 5}, {5}, {3}}};
+    check_against_differences(ctx, &pb, "matmul by NumPy's rules");
+    problem tr = {matmul_nd_model, &tr, 4, {2, 2, 2, 1}, {{8, 3}, {15, 4}, {1, 5}, {3}}};
+    check_against_differences(ctx, &tr, "matmul by NumPy's rules, transposed operands");
+    clmad_context_release(ctx);
+}
+
+/* ---- index operations ---------------------------------------------------- */
+
+/* sum(m^3) with m = where(mask, y, tanh(y)) (an integer mask),
+ * y = scatter_add(X, 2, si, gather(tanh(index_select(embedding(W, ei), 1,
+ * ii)), 2, gi)); W (5, 3) and X (2, 4, 5) from p0 and p1. Every index
+ * repeats rows or elements, so the adjoints add several contributions. */
+static clmad_status index_model(clmad_context *ctx, clmad_tensor **p, void *env, clmad_tensor **loss)
+{
+    (void)env;
+    const int64_t ei[6] = {4, 0, 4, 1, 2, 0}, ii[4] = {2, 0, 2, 1};
+    int64_t gi[16], si[16];
+    for (int i = 0; i < 16; i++) {
+        gi[i] = (i * 7 + 1) % 3;
+        si[i] = (i * 3) % 5 == 4 ? 0 : (i * 3) % 5; /* no 4: a column that takes nothing */
+    }
+    const unsigned char mk[5] = {1, 0, 1, 1, 0};
+    const size_t es[2] = {2, 3}, is[1] = {4}, gs[3] = {2, 4, 2}, xs[3] = {2, 4, 5}, ms[3] = {1, 1, 5};
+    clmad_tensor *eidx, *iidx, *gidx, *sidx, *mask, *e, *s, *t, *g, *x, *y, *ty, *m, *m2, *m3;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_I64, 2, es, ei, &eidx));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_I64, 1, is, ii, &iidx));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_I64, 3, gs, gi, &gidx));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_I64, 3, gs, si, &sidx));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_U8, 3, ms, mk, &mask));
+    CHECK_OK(ctx, clmad_embedding(ctx, p[0], eidx, &e));      /* (2, 3, 3) */
+    CHECK_OK(ctx, clmad_index_select(ctx, e, 1, iidx, &s));   /* (2, 4, 3) */
+    CHECK_OK(ctx, clmad_tanh(ctx, s, &t));
+    CHECK_OK(ctx, clmad_gather(ctx, t, 2, gidx, &g));         /* (2, 4, 2) */
+    CHECK_OK(ctx, clmad_reshape(ctx, p[1], 3, xs, &x));
+    CHECK_OK(ctx, clmad_scatter_add(ctx, x, 2, sidx, g, &y)); /* (2, 4, 5) */
+    CHECK_OK(ctx, clmad_tanh(ctx, y, &ty));
+    CHECK_OK(ctx, clmad_where(ctx, mask, y, ty, &m));
+    CHECK_OK(ctx, clmad_mul(ctx, m, m, &m2));
+    CHECK_OK(ctx, clmad_mul(ctx, m2, m, &m3));
+    clmad_status st = clmad_sum(ctx, m3, 0, NULL, 0, loss);
+    clmad_tensor *all[] = {eidx, iidx, gidx, sidx, mask, e, s, t, g, x, y, ty, m, m2, m3};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        clmad_tensor_release(all[i]);
+    return st;
+}
+
+Test(hvp, index_operations_against_differences_of_gradients)
+{
+    clmad_context *ctx = test_context();
+    problem pb = {index_model, NULL, 2, {2, 2}, {{5, 3}, {8, 5}}};
+    check_against_differences(ctx, &pb, "embedding, index_select, gather, scatter_add, where");
+    clmad_context_release(ctx);
+}
+
+/* sum(cast(sigmoid(cast(tanh(X) * r, f32))^2, f64) * X): the middle in f32,
+ * so the differences take a larger step and a looser tolerance. */
+static clmad_status cast_model(clmad_context *ctx, clmad_tensor **p, void *env, clmad_tensor **loss)
+{
+    (void)env;
+    clmad_tensor *a, *b, *c, *d, *c2, *e, *f;
+    CHECK_OK(ctx, clmad_tanh(ctx, p[0], &a));
+    CHECK_OK(ctx, clmad_mul(ctx, a, p[1], &b));
+    CHECK_OK(ctx, clmad_cast(ctx, b, CLMAD_F32, &c));
+    CHECK_OK(ctx, clmad_sigmoid(ctx, c, &d));
+    CHECK_OK(ctx, clmad_mul(ctx, d, d, &c2));
+    CHECK_OK(ctx, clmad_cast(ctx, c2, CLMAD_F64, &e));
+    CHECK_OK(ctx, clmad_mul(ctx, e, p[0], &f));
+    clmad_status st = clmad_sum(ctx, f, 0, NULL, 0, loss);
+    clmad_tensor *all[] = {a, b, c, d, c2, e, f};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        clmad_tensor_release(all[i]);
+    return st;
+}
+
+Test(hvp, cast_through_f32_against_differences_of_gradients)
+{
+    clmad_context *ctx = test_context();
+    problem pb = {cast_model, NULL, 2, {2, 1}, {{3, 4}, {4}}};
+    check_against_differences_at(ctx, &pb, "cast f64 -> f32 -> f64", 1e-3, 1e-3);
     clmad_context_release(ctx);
 }
 
@@ -581,7 +715,10 @@ Test(hvp, symmetric_over_random_programs)
 
 /* ---- refusals ------------------------------------------------------------- */
 
-Test(hvp, refuses_an_operation_without_a_rule)
+/* Every operation that records on the tape has its rules, so no tape can
+ * be built that clmad_hvp refuses by name; here the closed form through
+ * gather, which had none before, and a tape consumed by backward. */
+Test(hvp, gather_closed_form_then_a_consumed_tape)
 {
     clmad_context *ctx = test_context();
     const size_t n = 4;
@@ -592,18 +729,25 @@ Test(hvp, refuses_an_operation_without_a_rule)
     CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, &n, 1.0, &v));
     CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_I64, 1, &m, picks, &index));
     CHECK_OK(ctx, clmad_tensor_set_requires_grad(x, 1));
-    /* Operations with rules around one without (clmad_gather). */
     CHECK_OK(ctx, clmad_tanh(ctx, x, &t));
     CHECK_OK(ctx, clmad_gather(ctx, t, 0, index, &s));
     CHECK_OK(ctx, clmad_sum(ctx, s, 0, NULL, 0, &loss));
-    cr_expect_eq(clmad_hvp(ctx, loss, &x, 1, &v, &hv), CLMAD_ERR_UNSUPPORTED);
-    cr_expect(test_contains(clmad_last_error(ctx), "clmad_gather"), "names the operation: %s",
+    /* H v = (times picked) tanh''(x) v, tanh'' = -2 tanh (1 - tanh^2). */
+    CHECK_OK(ctx, clmad_hvp(ctx, loss, &x, 1, &v, &hv));
+    float got[4];
+    CHECK_OK(ctx, clmad_tensor_read(hv, got, sizeof got));
+    const double th = tanh(0.5), second = -2 * th * (1 - th * th), times[4] = {1, 0, 2, 0};
+    for (int i = 0; i < 4; i++)
+        cr_expect(fabs(got[i] - times[i] * second) <= 1e-6, "H v[%d] = %g, expected %g", i, got[i],
+                  times[i] * second);
+    clmad_tensor_release(hv);
+    hv = NULL;
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    /* The tape is consumed: nothing to differentiate twice. */
+    cr_expect_eq(clmad_hvp(ctx, loss, &x, 1, &v, &hv), CLMAD_ERR_STATE);
+    cr_expect(test_contains(clmad_last_error(ctx), "clmad_set_retain_tape"), "says how to keep it: %s",
               clmad_last_error(ctx));
     cr_expect_null(hv, "nothing written");
-    /* The tape is untouched: backward still works. */
-    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
-    /* And now the tape is consumed. */
-    cr_expect_eq(clmad_hvp(ctx, loss, &x, 1, &v, &hv), CLMAD_ERR_STATE);
     clmad_tensor *all[] = {x, index, t, s, loss, v};
     for (size_t i = 0; i < 6; i++)
         clmad_tensor_release(all[i]);

@@ -161,9 +161,8 @@ static clmad_status check_arguments(clmad_context *ctx, clmad_tensor *loss, clma
     for (size_t i = 0; i < tape->count; i++)
         if (!clmad__hvp_supported(tape->nodes[i]))
             return clmad__fail(ctx, CLMAD_ERR_UNSUPPORTED,
-                               "clmad_hvp: the tape holds '%s', which has no second-order rule yet (clmad_hvp "
-                               "supports broadcasts, the elementwise builtins, matmul, bmm, dot, sum, mean, slice, concat, "
-                               "reshape, transpose, max, logsumexp, softmax and log_softmax)",
+                               "clmad_hvp: the tape holds '%s', which has no second-order rule (clmad.h lists the "
+                               "operations clmad_hvp supports)",
                                tape->nodes[i]->name);
     return CLMAD_OK;
 }

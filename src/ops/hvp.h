@@ -40,5 +40,9 @@ int clmad__hvp_shape(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io, int
 /* The axis operations' rules (hvp_axis.c: clmad_max, clmad_logsumexp,
  * clmad_softmax, clmad_log_softmax), answering as clmad__hvp_shape. */
 int clmad__hvp_axis(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io, int backward, clmad_status *st);
+/* The index operations' and cast's rules (hvp_index.c), and those of
+ * clmad_matmul by NumPy's rules (hvp_matmul_nd.c): as clmad__hvp_shape. */
+int clmad__hvp_index(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io, int backward, clmad_status *st);
+int clmad__hvp_matmul_nd(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io, int backward, clmad_status *st);
 
 #endif

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The accumulator of clmad_hvp's tangents and adjoint tangents, in a file
- * of its own: the walk (hvp.c) and every file of rules (hvp_rules.c,
- * hvp_axis.c) call it, and the rules' files call each other one way only
- * (check-layers.sh forbids cycles between files). */
+/* The one accumulator of clmad_hvp's tangents and adjoint tangents, in a
+ * file of its own below every file of rules (hvp_rules.c, hvp_axis.c,
+ * hvp_index.c, hvp_matmul_nd.c): they call down into it and never into
+ * each other (check-layers.sh forbids cycles between files). */
 #include "ops/hvp.h"
 
 clmad_status clmad__hvp_add_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *x)

@@ -9,7 +9,9 @@
  *   sum, mean  linear: the same rule on tangents as on values;
  *   products   C = op(A) op(B): Cdot = P(Adot, B) + P(A, Bdot), and the
  *              adjoints, bilinear in (Cbar, B) and (A, Cbar), likewise.
- *   shape ops  hvp_shape.c; axis ops (max, softmax, ...) hvp_axis.c.
+ *   shape ops  hvp_shape.c; axis ops (max, softmax, ...) hvp_axis.c; index
+ *              ops and cast hvp_index.c; matmul by NumPy's rules
+ *              hvp_matmul_nd.c.
  * Every other operation is refused by clmad_hvp (clmad__hvp_supported).
  */
 #include "ops/hvp.h"
@@ -234,7 +236,9 @@ int clmad__hvp_supported(const clmad_node *node)
     return clmad__bcast_node(node, &k, &active) || clmad__sum_node(node, reduce, &scale) ||
            (node->backward == clmad__product_backward && node->data) || clmad__dot_node(node) ||
            clmad__hvp_shape(NULL, (clmad_node *)node, NULL, 0, &st) ||
-           clmad__hvp_axis(NULL, (clmad_node *)node, NULL, 0, &st);
+           clmad__hvp_axis(NULL, (clmad_node *)node, NULL, 0, &st) ||
+           clmad__hvp_index(NULL, (clmad_node *)node, NULL, 0, &st) ||
+           clmad__hvp_matmul_nd(NULL, (clmad_node *)node, NULL, 0, &st);
 }
 
 clmad_status clmad__hvp_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
@@ -250,7 +254,8 @@ clmad_status clmad__hvp_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_
     clmad_status st;
     if (clmad__hvp_shape(ctx, node, io, 0, &st))
         return st;
-    if (clmad__hvp_axis(ctx, node, io, 0, &st))
+    if (clmad__hvp_axis(ctx, node, io, 0, &st) || clmad__hvp_index(ctx, node, io, 0, &st) ||
+        clmad__hvp_matmul_nd(ctx, node, io, 0, &st))
         return st;
     if (clmad__dot_node(node))
         return dot_forward(ctx, node, io);
@@ -279,7 +284,8 @@ clmad_status clmad__hvp_backward(clmad_context *ctx, clmad_node *node, clmad_hvp
     clmad_status st;
     if (clmad__hvp_shape(ctx, node, io, 1, &st))
         return st;
-    if (clmad__hvp_axis(ctx, node, io, 1, &st))
+    if (clmad__hvp_axis(ctx, node, io, 1, &st) || clmad__hvp_index(ctx, node, io, 1, &st) ||
+        clmad__hvp_matmul_nd(ctx, node, io, 1, &st))
         return st;
     if (clmad__dot_node(node))
         return dot_backward(ctx, node, io);

@@ -32,4 +32,30 @@ typedef struct clmad_index_data {
     size_t k_len;
 } clmad_index_data;
 
+/* dst (+)= src gathered (CLMAD_INDEX_GATHER: dst and idx of one shape) or
+ * scattered (CLMAD_INDEX_SCATTER_ADD: src and idx of one shape) along the
+ * axis of view v (of the larger-or-scattered-into tensor), k_len indices
+ * along it; with accumulate 0 every element of dst is written. */
+clmad_status clmad__index_move(clmad_context *ctx, clmad_kernel_id id, clmad_tensor *dst, clmad_tensor *src,
+                               clmad_tensor *idx, clmad_axis_view v, size_t k_len, int accumulate);
+
+/* ---- for clmad_hvp (ops/hvp_index.c) ---------------------------------------
+ * Which index operation recorded a node, and the operation's linear map or
+ * its adjoint applied to other tensors (tangents) with the node's index. */
+
+/* 1 if node is clmad_index_select's or clmad_embedding's (select), or
+ * clmad_gather's, clmad_scatter_add's, clmad_cast's. */
+int clmad__select_node(const clmad_node *node);
+int clmad__gather_node(const clmad_node *node);
+int clmad__scatter_add_node(const clmad_node *node);
+int clmad__cast_node(const clmad_node *node);
+
+/* The rows of x (shaped like the select node's input) that the node's index
+ * picks: a new tensor of the node's output shape. */
+clmad_status clmad__select_apply(clmad_context *ctx, const clmad_node *node, clmad_tensor *x, clmad_tensor **out);
+
+/* g (shaped like the select node's output) added back into the rows it came
+ * from: a new tensor of the node's input shape. */
+clmad_status clmad__select_adjoint(clmad_context *ctx, const clmad_node *node, clmad_tensor *g, clmad_tensor **out);
+
 #endif

@@ -102,3 +102,8 @@ clmad_status clmad_one_hot(clmad_context *ctx, clmad_tensor *index, size_t class
     *out = y;
     return CLMAD_OK;
 }
+
+int clmad__cast_node(const clmad_node *node)
+{
+    return node->backward == cast_backward;
+}

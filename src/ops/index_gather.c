@@ -8,11 +8,8 @@
 
 #include <stdlib.h>
 
-/* dst (+)= src gathered (CLMAD_INDEX_GATHER: dst and idx of one shape) or
- * scattered (CLMAD_INDEX_SCATTER_ADD: src and idx of one shape) along the
- * axis of view v (of the larger-or-scattered-into tensor). */
-static clmad_status move(clmad_context *ctx, clmad_kernel_id id, clmad_tensor *dst, clmad_tensor *src,
-                         clmad_tensor *idx, clmad_axis_view v, size_t k_len, int accumulate)
+clmad_status clmad__index_move(clmad_context *ctx, clmad_kernel_id id, clmad_tensor *dst, clmad_tensor *src,
+                               clmad_tensor *idx, clmad_axis_view v, size_t k_len, int accumulate)
 {
     if (dst->numel == 0)
         return CLMAD_OK;
@@ -52,8 +49,8 @@ static clmad_status gather_backward(clmad_context *ctx, clmad_node *node)
     clmad_status st = clmad__adjoint_open(ctx, node, 0, 0, &t);
     if (st != CLMAD_OK || !t.slot)
         return st;
-    st = move(ctx, CLMAD_INDEX_SCATTER_ADD, t.tensor, node->out_adj[0], node->inputs[1], d->v, d->k_len,
-              t.accumulate);
+    st = clmad__index_move(ctx, CLMAD_INDEX_SCATTER_ADD, t.tensor, node->out_adj[0], node->inputs[1], d->v,
+                           d->k_len, t.accumulate);
     return clmad__adjoint_close(&t, st);
 }
 
@@ -85,7 +82,7 @@ clmad_status clmad_gather(clmad_context *ctx, clmad_tensor *x, int axis, clmad_t
     clmad_tensor *y = NULL;
     st = clmad_tensor_create(ctx, x->dtype, index->ndim, index->shape, NULL, &y);
     if (st == CLMAD_OK)
-        st = move(ctx, CLMAD_INDEX_GATHER, y, x, index, v, d->k_len, 0);
+        st = clmad__index_move(ctx, CLMAD_INDEX_GATHER, y, x, index, v, d->k_len, 0);
     clmad_tensor *ins[2] = {x, index};
     return clmad__finish_op(ctx, call, gather_backward, ins, 2, y, d, clmad__free_node_data, st, out);
 }
@@ -108,7 +105,8 @@ static clmad_status scatter_backward(clmad_context *ctx, clmad_node *node)
     if (st == CLMAD_OK)
         st = clmad__adjoint_open(ctx, node, 2, 0, &t);
     if (st == CLMAD_OK && t.slot) {
-        st = move(ctx, CLMAD_INDEX_GATHER, t.tensor, adj, node->inputs[1], d->v, d->k_len, t.accumulate);
+        st = clmad__index_move(ctx, CLMAD_INDEX_GATHER, t.tensor, adj, node->inputs[1], d->v, d->k_len,
+                               t.accumulate);
         st = clmad__adjoint_close(&t, st);
     }
     return st;
@@ -155,7 +153,17 @@ clmad_status clmad_scatter_add(clmad_context *ctx, clmad_tensor *x, int axis, cl
             st = clmad__fail_cl(ctx, err, "clEnqueueCopyBuffer");
     }
     if (st == CLMAD_OK)
-        st = move(ctx, CLMAD_INDEX_SCATTER_ADD, y, src, index, v, d->k_len, 1);
+        st = clmad__index_move(ctx, CLMAD_INDEX_SCATTER_ADD, y, src, index, v, d->k_len, 1);
     clmad_tensor *ins[3] = {x, index, src};
     return clmad__finish_op(ctx, call, scatter_backward, ins, 3, y, d, clmad__free_node_data, st, out);
+}
+
+int clmad__gather_node(const clmad_node *node)
+{
+    return node->backward == gather_backward;
+}
+
+int clmad__scatter_add_node(const clmad_node *node)
+{
+    return node->backward == scatter_backward;
 }

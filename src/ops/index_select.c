@@ -8,24 +8,43 @@
 
 #include <stdlib.h>
 
+/* dst (+= when accumulate) the rows of adj added back into the rows of
+ * the source (d's view) they came from. */
+static clmad_status launch_select_grad(clmad_context *ctx, const clmad_index_data *d, clmad_tensor *dst,
+                                       clmad_tensor *adj, clmad_tensor *idx, int accumulate)
+{
+    if (dst->numel == 0)
+        return CLMAD_OK;
+    cl_ulong rows = d->v.outer * d->v.len, a_len = d->v.len, k_len = d->k_len, inner = d->v.inner;
+    cl_int acc = accumulate;
+    const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof(cl_mem), 8, 8, 8, 8, sizeof acc};
+    const void *values[] = {&dst->mem, &adj->mem, &idx->mem, &rows, &a_len, &k_len, &inner, &acc};
+    size_t es = clmad_dtype_size(adj->dtype);
+    return clmad__launch_cached(ctx, adj->dtype, CLMAD_INDEX_SELECT_GRAD, 8, sizes, values, rows,
+                                (uint64_t)(dst->numel * (acc ? 2 : 1) + adj->numel) * es +
+                                    (uint64_t)rows * k_len * 8);
+}
+
+/* y = the rows of x (d's view) that idx picks. */
+static clmad_status launch_select(clmad_context *ctx, const clmad_index_data *d, clmad_tensor *y, clmad_tensor *x,
+                                  clmad_tensor *idx)
+{
+    if (y->numel == 0)
+        return CLMAD_OK;
+    cl_ulong total = y->numel, a_len = d->v.len, k_len = d->k_len, inner = d->v.inner;
+    const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof(cl_mem), 8, 8, 8, 8};
+    const void *values[] = {&y->mem, &x->mem, &idx->mem, &total, &a_len, &k_len, &inner};
+    return clmad__launch_cached(ctx, x->dtype, CLMAD_INDEX_SELECT, 7, sizes, values, y->numel,
+                                (uint64_t)y->numel * (2 * clmad_dtype_size(x->dtype) + 8));
+}
+
 static clmad_status select_backward(clmad_context *ctx, clmad_node *node)
 {
-    clmad_index_data *d = node->data;
-    clmad_tensor *idx = node->inputs[1], *adj = node->out_adj[0];
     clmad_adjoint_target t;
     clmad_status st = clmad__adjoint_open(ctx, node, 0, 0, &t);
     if (st != CLMAD_OK || !t.slot)
         return st;
-    cl_ulong rows = d->v.outer * d->v.len, a_len = d->v.len, k_len = d->k_len, inner = d->v.inner;
-    cl_int acc = t.accumulate;
-    if (t.tensor->numel > 0) {
-        const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof(cl_mem), 8, 8, 8, 8, sizeof acc};
-        const void *values[] = {&t.tensor->mem, &adj->mem, &idx->mem, &rows, &a_len, &k_len, &inner, &acc};
-        size_t es = clmad_dtype_size(adj->dtype);
-        st = clmad__launch_cached(ctx, adj->dtype, CLMAD_INDEX_SELECT_GRAD, 8, sizes, values, rows,
-                                  (uint64_t)(t.tensor->numel * (acc ? 2 : 1) + adj->numel) * es +
-                                  (uint64_t)rows * k_len * 8);
-    }
+    st = launch_select_grad(ctx, node->data, t.tensor, node->out_adj[0], node->inputs[1], t.accumulate);
     return clmad__adjoint_close(&t, st);
 }
 
@@ -40,13 +59,8 @@ static clmad_status select_rows(clmad_context *ctx, const char *call, clmad_tens
     *d = (clmad_index_data){v, idx->numel};
     clmad_tensor *y = NULL;
     clmad_status st = clmad_tensor_create(ctx, x->dtype, ndim, shape, NULL, &y);
-    if (st == CLMAD_OK && y->numel > 0) {
-        cl_ulong total = y->numel, a_len = v.len, k_len = idx->numel, inner = v.inner;
-        const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof(cl_mem), 8, 8, 8, 8};
-        const void *values[] = {&y->mem, &x->mem, &idx->mem, &total, &a_len, &k_len, &inner};
-        st = clmad__launch_cached(ctx, x->dtype, CLMAD_INDEX_SELECT, 7, sizes, values, y->numel,
-                                  (uint64_t)y->numel * (2 * clmad_dtype_size(x->dtype) + 8));
-    }
+    if (st == CLMAD_OK)
+        st = launch_select(ctx, d, y, x, idx);
     clmad_tensor *ins[2] = {x, idx};
     return clmad__finish_op(ctx, call, select_backward, ins, 2, y, d, clmad__free_node_data, st, out);
 }
@@ -105,4 +119,38 @@ clmad_status clmad_embedding(clmad_context *ctx, clmad_tensor *weight, clmad_ten
     /* The kernel reads the index as a flat list: its shape only names the
      * output's leading axes. */
     return select_rows(ctx, call, weight, v, index, index->ndim + 1, shape, out);
+}
+
+int clmad__select_node(const clmad_node *node)
+{
+    return node->backward == select_backward;
+}
+
+clmad_status clmad__select_apply(clmad_context *ctx, const clmad_node *node, clmad_tensor *x, clmad_tensor **out)
+{
+    clmad_tensor *y = NULL;
+    clmad_status st = clmad_tensor_create(ctx, x->dtype, node->out_ndim[0], node->out_shape[0], NULL, &y);
+    if (st == CLMAD_OK)
+        st = launch_select(ctx, node->data, y, x, node->inputs[1]);
+    if (st != CLMAD_OK) {
+        clmad_tensor_release(y);
+        return st;
+    }
+    *out = y;
+    return CLMAD_OK;
+}
+
+clmad_status clmad__select_adjoint(clmad_context *ctx, const clmad_node *node, clmad_tensor *g, clmad_tensor **out)
+{
+    const clmad_tensor *x = node->inputs[0];
+    clmad_tensor *dx = NULL;
+    clmad_status st = clmad_tensor_create(ctx, g->dtype, x->ndim, x->shape, NULL, &dx);
+    if (st == CLMAD_OK)
+        st = launch_select_grad(ctx, node->data, dx, g, node->inputs[1], 0);
+    if (st != CLMAD_OK) {
+        clmad_tensor_release(dx);
+        return st;
+    }
+    *out = dx;
+    return CLMAD_OK;
 }

@@ -155,37 +155,39 @@ typedef struct nd_data {
     int trans_a, trans_b;
 } nd_data;
 
-/* Adds (or writes) the gradient of input j: for each matrix i of the
- * result, dA[ia] (+)= dC[i] op(B[ib])^T or dB[ib] (+)= op(A[ia])^T dC[i],
- * arranged for transposed operands; a stacked batch in one GEMM. */
-static clmad_status grad_of(clmad_context *ctx, clmad_node *node, int j, const nd_plan *p)
+/* Whether the gradient of operand j needs a zeroed start and beta = 1:
+ * matrices that take several products, and GEMMs with an empty inner size
+ * (which write nothing). */
+static int grad_summed(const nd_plan *p, int j)
 {
-    clmad_tensor *a = node->inputs[0], *b = node->inputs[1], *dc = node->out_adj[0];
     const int stacked = stacks(p);
     const size_t own = j == 0 ? p->a_count : p->b_count;
-    /* Matrices that take several products, and GEMMs with an empty inner
-     * size (which write nothing), need a zeroed start and beta = 1. */
     const size_t inner = j == 0 ? p->n : (stacked ? p->count * p->m : p->m);
-    const int summed = !stacked && own != p->count;
-    clmad_adjoint_target t;
-    clmad_status st = clmad__adjoint_open(ctx, node, j, summed || inner == 0 || p->count == 0, &t);
-    if (st != CLMAD_OK || !t.slot)
-        return st;
-    const double beta = t.accumulate || summed || inner == 0 || p->count == 0 ? 1.0 : 0.0;
-    const clmad_dtype dt = t.tensor->dtype;
-    cl_mem g = t.tensor->mem;
+    return (!stacked && own != p->count) || inner == 0 || p->count == 0;
+}
+
+/* Adds (beta = 1) or writes the gradient of operand j into g: for each
+ * matrix i of the result, dA[ia] (+)= dC[i] op(B[ib])^T or dB[ib] (+)=
+ * op(A[ia])^T dC[i], arranged for transposed operands; a stacked batch in
+ * one GEMM. g holds operand j's elements; zeroed first when grad_summed. */
+static clmad_status grad_gemms(clmad_context *ctx, const nd_plan *p, const clmad_tensor *a, const clmad_tensor *b,
+                               const clmad_tensor *dc, int j, clmad_tensor *g, double beta)
+{
+    const size_t inner = j == 0 ? p->n : (stacks(p) ? p->count * p->m : p->m);
+    if (inner == 0 || g->numel == 0 || p->count == 0)
+        return CLMAD_OK;
+    const clmad_dtype dt = g->dtype;
     const size_t m = p->m, n = p->n, k = p->k, lda = p->a_cols, ldb = p->b_cols;
-    if (inner == 0 || t.tensor->numel == 0 || p->count == 0)
-        return clmad__adjoint_close(&t, CLMAD_OK);
-    if (stacked) {
+    clmad_status st = CLMAD_OK;
+    if (stacks(p)) {
         const size_t rows = p->count * m;
         if (j == 0) /* dA (rows x k) = dC op(B)^T */
-            st = clmad__gemm_at(ctx, dt, 0, !p->tb, rows, k, n, dc->mem, 0, n, b->mem, 0, ldb, beta, g, 0, k);
-        else if (!p->tb) /* dB (k x n) = A^T dC */
-            st = clmad__gemm_at(ctx, dt, 1, 0, k, n, rows, a->mem, 0, lda, dc->mem, 0, n, beta, g, 0, n);
-        else /* dB (n x k) = dC^T A */
-            st = clmad__gemm_at(ctx, dt, 1, 0, n, k, rows, dc->mem, 0, n, a->mem, 0, lda, beta, g, 0, k);
-        return clmad__adjoint_close(&t, st);
+            return clmad__gemm_at(ctx, dt, 0, !p->tb, rows, k, n, dc->mem, 0, n, b->mem, 0, ldb, beta, g->mem, 0,
+                                  k);
+        if (!p->tb) /* dB (k x n) = A^T dC */
+            return clmad__gemm_at(ctx, dt, 1, 0, k, n, rows, a->mem, 0, lda, dc->mem, 0, n, beta, g->mem, 0, n);
+        /* dB (n x k) = dC^T A */
+        return clmad__gemm_at(ctx, dt, 1, 0, n, k, rows, dc->mem, 0, n, a->mem, 0, lda, beta, g->mem, 0, k);
     }
     const size_t a_size = m * k, b_size = k * n, c_size = m * n;
     for (size_t i = 0; i < p->count && st == CLMAD_OK; i++) {
@@ -193,14 +195,31 @@ static clmad_status grad_of(clmad_context *ctx, clmad_node *node, int j, const n
         operands_of(p, i, &ia, &ib);
         size_t ao = ia * a_size, bo = ib * b_size, co = i * c_size;
         if (j == 0 && !p->ta) /* dA (m x k) = dC op(B)^T */
-            st = clmad__gemm_at(ctx, dt, 0, !p->tb, m, k, n, dc->mem, co, n, b->mem, bo, ldb, beta, g, ao, lda);
+            st = clmad__gemm_at(ctx, dt, 0, !p->tb, m, k, n, dc->mem, co, n, b->mem, bo, ldb, beta, g->mem, ao,
+                                lda);
         else if (j == 0) /* dA (k x m) = op(B) dC^T */
-            st = clmad__gemm_at(ctx, dt, p->tb, 1, k, m, n, b->mem, bo, ldb, dc->mem, co, n, beta, g, ao, lda);
+            st = clmad__gemm_at(ctx, dt, p->tb, 1, k, m, n, b->mem, bo, ldb, dc->mem, co, n, beta, g->mem, ao,
+                                lda);
         else if (!p->tb) /* dB (k x n) = op(A)^T dC */
-            st = clmad__gemm_at(ctx, dt, !p->ta, 0, k, n, m, a->mem, ao, lda, dc->mem, co, n, beta, g, bo, ldb);
+            st = clmad__gemm_at(ctx, dt, !p->ta, 0, k, n, m, a->mem, ao, lda, dc->mem, co, n, beta, g->mem, bo,
+                                ldb);
         else /* dB (n x k) = dC^T op(A) */
-            st = clmad__gemm_at(ctx, dt, 1, p->ta, n, k, m, dc->mem, co, n, a->mem, ao, lda, beta, g, bo, ldb);
+            st = clmad__gemm_at(ctx, dt, 1, p->ta, n, k, m, dc->mem, co, n, a->mem, ao, lda, beta, g->mem, bo,
+                                ldb);
     }
+    return st;
+}
+
+/* The gradient of input j into its adjoint slot. */
+static clmad_status grad_of(clmad_context *ctx, clmad_node *node, int j, const nd_plan *p)
+{
+    const int summed = grad_summed(p, j);
+    clmad_adjoint_target t;
+    clmad_status st = clmad__adjoint_open(ctx, node, j, summed, &t);
+    if (st != CLMAD_OK || !t.slot)
+        return st;
+    st = grad_gemms(ctx, p, node->inputs[0], node->inputs[1], node->out_adj[0], j, t.tensor,
+                    t.accumulate || summed ? 1.0 : 0.0);
     return clmad__adjoint_close(&t, st);
 }
 
@@ -239,4 +258,36 @@ clmad_status clmad__matmul_nd(clmad_context *ctx, clmad_tensor *a, clmad_tensor 
             st = clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory in clmad_matmul");
     }
     return clmad__finish_op(ctx, "clmad_matmul", nd_backward, ins, 2, c, d, clmad__free_node_data, st, out);
+}
+
+int clmad__matmul_nd_node(const clmad_node *node, int *trans_a, int *trans_b)
+{
+    if (node->backward != nd_backward)
+        return 0;
+    const nd_data *d = node->data;
+    *trans_a = d->trans_a;
+    *trans_b = d->trans_b;
+    return 1;
+}
+
+clmad_status clmad__matmul_nd_grad(clmad_context *ctx, const clmad_tensor *a, const clmad_tensor *b, int trans_a,
+                                   int trans_b, const clmad_tensor *dc, int j, clmad_tensor **out)
+{
+    nd_plan p;
+    clmad_status st = plan_of(ctx, a, b, trans_a, trans_b, &p);
+    if (st != CLMAD_OK)
+        return st;
+    const clmad_tensor *x = j == 0 ? a : b;
+    const int summed = grad_summed(&p, j);
+    clmad_tensor *g = NULL;
+    st = summed ? clmad_tensor_zeros(ctx, x->dtype, x->ndim, x->shape, &g)
+                : clmad_tensor_create(ctx, x->dtype, x->ndim, x->shape, NULL, &g);
+    if (st == CLMAD_OK)
+        st = grad_gemms(ctx, &p, a, b, dc, j, g, summed ? 1.0 : 0.0);
+    if (st != CLMAD_OK) {
+        clmad_tensor_release(g);
+        return st;
+    }
+    *out = g;
+    return CLMAD_OK;
 }

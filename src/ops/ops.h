@@ -48,6 +48,16 @@ clmad_status clmad__finish_product(clmad_context *ctx, const char *name, clmad_t
 clmad_status clmad__matmul_nd(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a, int trans_b,
                               clmad_tensor **out);
 
+/* 1 if node is clmad__matmul_nd's, with the flags it was called with. */
+int clmad__matmul_nd_node(const clmad_node *node, int *trans_a, int *trans_b);
+
+/* The gradient of operand j (0: a, 1: b) of clmad__matmul_nd(a, b, trans_a,
+ * trans_b) for the result's adjoint dc, summed over the batch axes that
+ * operand was broadcast along: a new tensor of that operand's shape. Only
+ * the other operand's values are read (j = 0 reads b, j = 1 reads a). */
+clmad_status clmad__matmul_nd_grad(clmad_context *ctx, const clmad_tensor *a, const clmad_tensor *b, int trans_a,
+                                   int trans_b, const clmad_tensor *dc, int j, clmad_tensor **out);
+
 /* Ends an operation with the one output y made with status st: on success
  * records its node when the inputs need gradients (data, may be NULL, goes
  * to the node) and hands y to *out; otherwise, or when recording fails,

@@ -501,6 +501,8 @@ Test(hvp, softmax_and_logsumexp_closed_forms)
     clmad_tensor *all[] = {x, c, v};
     for (size_t i = 0; i < 3; i++)
         clmad_tensor_release(all[i]);
+    clmad_context_release(ctx);
+}
 
 /* ---- matmul by NumPy's rules: broadcast batch axes, 1-d operands --------- */
 

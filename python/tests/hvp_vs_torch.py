@@ -99,6 +99,24 @@ def mlp_case(ctx, rng):
     return ours, theirs, values, ""
 
 
+def mlp_cross_entropy_case(ctx, rng):
+    """The MLP as a classifier: softmax cross-entropy over integer labels
+    (log_softmax, gather and mean on clmad's tape)."""
+    X, labels = rng.normal(size=(16, 8)), rng.integers(0, 3, size=16)
+    values = [rng.normal(0, 0.5, (8, 12)), rng.normal(0, 0.1, (12,)),
+              rng.normal(0, 0.5, (12, 3)), rng.normal(0, 0.1, (3,))]
+    tX, tL = ctx.tensor(X), ctx.tensor(labels.astype(np.int64))
+    xX, xL = torch.from_numpy(X), torch.from_numpy(labels.astype(np.int64))
+
+    def ours(W1, b1, W2, b2):
+        return clmad.cross_entropy((tX @ W1 + b1).tanh() @ W2 + b2, tL)
+
+    def theirs(W1, b1, W2, b2):
+        return torch.nn.functional.cross_entropy((xX @ W1 + b1).tanh() @ W2 + b2, xL)
+
+    return ours, theirs, values, "(integer labels)"
+
+
 def hmlstm_case(ctx, rng):
     B, D, H, STEPS = 12, 3, 5, 2
     cell = ctx.kernel(HMLSTM_CELL, "cell")
@@ -191,7 +209,8 @@ def main():
     print(f"clmad {clmad.__version__} on {ctx.device.name}, PyTorch {torch.__version__}")
     rng = np.random.default_rng(27)
     failed = []
-    for name, case in (("mlp", mlp_case), ("hmlstm", hmlstm_case), ("newton", newton_case)):
+    for name, case in (("mlp", mlp_case), ("mlp_cross_entropy", mlp_cross_entropy_case),
+                       ("hmlstm", hmlstm_case), ("newton", newton_case)):
         ours, theirs, values, note = case(ctx, rng)
         directions = [rng.normal(size=a.shape) for a in values]
         reference = torch_hvp(theirs, values, directions)

@@ -57,19 +57,36 @@ class Scope:
     a scope also frees those still referenced (later use raises ReleasedError)."""
 
     def __init__(self):
-        self._made = weakref.WeakValueDictionary()
+        # id(tensor) -> weak reference: a plain dict and C-level references,
+        # cheaper per tensor than a WeakValueDictionary. A collected tensor's
+        # entry is dead until its id is reused or _prune drops it.
+        self._made = {}
+        self._prune_above = 256
 
     def add(self, t):
-        self._made[id(t)] = t
+        made = self._made
+        made[id(t)] = weakref.ref(t)
+        if len(made) > self._prune_above:
+            self._prune()
+
+    def _prune(self):
+        """Drops the dead entries; the next prune waits until the live ones double
+        (amortised: a long loop inside one scope keeps its memory flat)."""
+        self._made = {k: r for k, r in self._made.items() if r() is not None}
+        self._prune_above = 2 * len(self._made) + 256
 
     def keep(self, t):
         """Takes t out of the scope: it outlives the block."""
-        self._made.pop(id(t), None)
+        r = self._made.get(id(t))
+        if r is not None and r() is t:
+            del self._made[id(t)]
         return t
 
     def _end(self):
-        for t in list(self._made.values()):
-            t.release()
+        for r in list(self._made.values()):
+            t = r()
+            if t is not None:
+                t.release()
         self._made.clear()
 
 

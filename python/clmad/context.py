@@ -227,6 +227,7 @@ class Context:
             a = a.copy(order="C")
         t = new_tensor(self, L.clmad_tensor_create, code, a.ndim, _lib.size_array(a.shape),
                        a.ctypes.data if a.size else None)
+        t._shape = a.shape  # known here: no call to ask it later
         if requires_grad:
             t.requires_grad = True
         return t
@@ -238,12 +239,14 @@ class Context:
     def zeros(self, shape, dtype=np.float32, requires_grad=False):
         shape = _shape(shape)
         t = new_tensor(self, L.clmad_tensor_zeros, dtype_code(dtype), len(shape), _lib.size_array(shape))
+        t._shape = shape
         return t.requires_grad_(True) if requires_grad else t
 
     def full(self, shape, value, dtype=np.float32, requires_grad=False):
         shape = _shape(shape)
         t = new_tensor(self, L.clmad_tensor_fill, dtype_code(dtype), len(shape), _lib.size_array(shape),
                        float(value))
+        t._shape = shape
         return t.requires_grad_(True) if requires_grad else t
 
     def scalar(self, value, dtype=np.float32):
@@ -255,12 +258,14 @@ class Context:
         shape = _shape(shape)
         t = new_tensor(self, L.clmad_tensor_rand_uniform, dtype_code(dtype), len(shape),
                        _lib.size_array(shape), float(low), float(high), int(seed))
+        t._shape = shape
         return t.requires_grad_(True) if requires_grad else t
 
     def rand_normal(self, shape, mean=0.0, std=1.0, seed=0, dtype=np.float32, requires_grad=False):
         shape = _shape(shape)
         t = new_tensor(self, L.clmad_tensor_rand_normal, dtype_code(dtype), len(shape),
                        _lib.size_array(shape), float(mean), float(std), int(seed))
+        t._shape = shape
         return t.requires_grad_(True) if requires_grad else t
 
     # --- kernels -----------------------------------------------------------------

@@ -175,7 +175,7 @@ def max(x, axis=None, keepdims=False):  # noqa: A001
     if axis is None:
         flat = reshape(x, -1)  # held until the call returns
         m = new_tensor(x._ctx, L.clmad_max, flat._handle, 0, 0)
-        return reshape(m, *([1] * x.ndim)) if keepdims else m
+        return reshape(m, *([1] * _rank(x))) if keepdims else m
     return new_tensor(x._ctx, L.clmad_max, x._handle, int(axis), 1 if keepdims else 0)
 
 
@@ -254,14 +254,21 @@ def cross_entropy(logits, target):
     return _tensors(L.clmad_cross_entropy, logits, target)
 
 
+def _rank(x):
+    """x.ndim, in one call when the shape is not known yet (not one more per axis)."""
+    shape = x._shape
+    return len(shape) if shape is not None else L.clmad_tensor_ndim(x._handle)
+
+
 def matmul(a, b, trans_a=False, trans_b=False):
     """2-d @ 2-d (CLBlast), 3-d @ 3-d (batched); a 1-d operand is a row or a column."""
     a, b = _tensor(a), _tensor(b)
-    if a.ndim == 1 and not trans_a:
+    rank_a, rank_b = _rank(a), _rank(b)
+    if rank_a == 1 and not trans_a:
         return reshape(matmul(reshape(a, 1, -1), b, False, trans_b), -1)
-    if b.ndim == 1 and not trans_b:
+    if rank_b == 1 and not trans_b:
         return reshape(matmul(a, reshape(b, -1, 1), trans_a, False), -1)
-    fn = L.clmad_bmm if a.ndim == 3 else L.clmad_matmul
+    fn = L.clmad_bmm if rank_a == 3 else L.clmad_matmul
     return new_tensor(a._ctx, fn, a._handle, b._handle, 1 if trans_a else 0, 1 if trans_b else 0)
 
 
@@ -290,7 +297,7 @@ def transpose(x, *axes):
         axes = tuple(axes[0])
     if not axes:
         return new_tensor(x._ctx, L.clmad_transpose, x._handle, None)
-    if len(axes) != x.ndim:
+    if len(axes) != _rank(x):
         raise ShapeError(f"transpose: {len(axes)} axes for a tensor of rank {x.ndim}")
     return new_tensor(x._ctx, L.clmad_transpose, x._handle, _lib.int_array(axes))
 

@@ -84,8 +84,8 @@ class Tensor:
     # --- facts ---------------------------------------------------------------
     @property
     def shape(self):
+        h = self._handle  # (a released tensor raises, known shape or not)
         if self._shape is None:
-            h = self._handle
             self._shape = tuple(L.clmad_tensor_dim(h, i) for i in range(L.clmad_tensor_ndim(h)))
         return self._shape
 

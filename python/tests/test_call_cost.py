@@ -66,6 +66,23 @@ COUNTING = textwrap.dedent("""
     def scalar_product():
         y = x * 2.0
 
+    import numpy as np
+    rng = np.random.default_rng(0)
+    data = ctx.tensor(rng.normal(size=(8, 4)).astype(np.float32))
+    labels = ctx.tensor(rng.integers(0, 3, 8).astype(np.int64))
+    w1 = ctx.tensor(rng.normal(size=(4, 16)).astype(np.float32), requires_grad=True)
+    b1 = ctx.zeros(16, requires_grad=True)
+    w2 = ctx.tensor(rng.normal(size=(16, 3)).astype(np.float32), requires_grad=True)
+    b2 = ctx.zeros(3, requires_grad=True)
+    opt = clmad.optim.SGD([w1, b1, w2, b2], lr=0.1)
+
+    def mlp_step():  # the README's MLP
+        loss = clmad.cross_entropy((data @ w1 + b1).tanh() @ w2 + b2, labels)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        loss.item()
+
     def measure(op):
         op()  # once before: compiles, fills the pool
         counts.clear()
@@ -76,7 +93,7 @@ COUNTING = textwrap.dedent("""
         result = {"forward": measure(forward)}
     x.requires_grad = True
     result.update(forward_dot_backward=measure(forward_dot_backward), product=measure(product),
-                  scalar_product=measure(scalar_product))
+                  scalar_product=measure(scalar_product), mlp_step=measure(mlp_step))
     print(json.dumps(result))
 """)
 
@@ -103,6 +120,11 @@ def test_each_operation_makes_the_calls_that_c_makes(calls_per_operation):
                                          "clmad_tensor_zero_grad": 1, "clmad_tensor_release": 2}
     assert c["product"] == {"clmad_mul": 1, "clmad_tensor_release": 1}
     assert c["scalar_product"] == {"clmad_mul_scalar": 1, "clmad_tensor_release": 1}
+    # matmul asks the rank of its operands: one call for the fresh output of tanh,
+    # none for tensors made from arrays (their shape is known at creation)
+    assert c["mlp_step"] == {"clmad_matmul": 2, "clmad_add": 2, "clmad_tanh": 1, "clmad_tensor_ndim": 1,
+                             "clmad_cross_entropy": 1, "clmad_optimizer_zero_grad": 1, "clmad_backward": 1,
+                             "clmad_optimizer_step": 1, "clmad_tensor_item": 1, "clmad_tensor_release": 6}
 
 
 def test_fast_paths_keep_the_checks(ctx):

@@ -6,11 +6,13 @@ zero_grad) keep every check of the general path.
 The counts come from a fresh interpreter in which ctypes.CDLL hands the package
 a library whose functions count their calls (the package binds its functions
 when it is imported, so the counting has to be in place before)."""
+import gc
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -206,3 +208,33 @@ def test_a_long_scope_keeps_its_bookkeeping_small(ctx):
     for t in (live, y):
         with pytest.raises(clmad.ReleasedError):
             t.numpy()
+
+
+def test_fast_paths_keep_memory_flat_over_10000_cycles(ctx):
+    """Python's memory (tracemalloc) and the library's (live tensor bytes) come
+    back to where they were, with the cycles inside a scope too."""
+    x = ctx.tensor(np.ones(16), requires_grad=True)
+    w = ctx.tensor(np.full(16, 0.5))
+    k = ctx.kernel("T f(T x, T a) { return a * x + 1; }", "f")
+
+    def cycle():
+        clmad.dot(k(x, 2.0) * w - 1.0, w).backward()
+        x.zero_grad()
+
+    cycle()
+    gc.collect()
+    before = ctx.stats()["live_tensor_bytes"]
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        for _ in range(5000):
+            cycle()
+        with ctx.scope():
+            for _ in range(5000):
+                cycle()
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert grown < 16384, f"{grown} bytes more after 10,000 cycles"
+    assert ctx.stats()["live_tensor_bytes"] == before

@@ -93,7 +93,7 @@ class Kernel:
         handles = [x._h for x in inputs if x.__class__ is Tensor]
         ctx = self._ctx
         ctx_h, h = ctx._h, self._h
-        if len(handles) != self.n_inputs or None in handles or not ctx_h or not h:
+        if len(handles) != len(inputs) or len(inputs) != self.n_inputs or None in handles or not ctx_h or not h:
             return self._call(inputs)
         outs = self._outputs_array()
         status = _broadcast(ctx_h, h, self._inputs_array(*handles), outs)

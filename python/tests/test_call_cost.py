@@ -134,8 +134,9 @@ def test_fast_paths_keep_the_checks(ctx):
     k = ctx.kernel("T f(T x, T a) { return a * x; }", "f")
     with pytest.raises(clmad.InvalidArgumentError, match="takes 2 inputs, got 1"):
         k(x)
-    with pytest.raises(clmad.InvalidArgumentError, match="takes 2 inputs, got 3"):
-        k(x, y, y)
+    for extra in ((x, y, y), (x, y, 1.0), (x, 1.0, y), (x, y, None)):
+        with pytest.raises(clmad.InvalidArgumentError, match="takes 2 inputs, got 3"):
+            k(*extra)
     with pytest.raises(TypeError):
         clmad.dot(x, 2.0)
     with pytest.raises(TypeError):

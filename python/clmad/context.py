@@ -57,19 +57,36 @@ class Scope:
     a scope also frees those still referenced (later use raises ReleasedError)."""
 
     def __init__(self):
-        self._made = weakref.WeakValueDictionary()
+        # id(tensor) -> weak reference: a plain dict and C-level references,
+        # cheaper per tensor than a WeakValueDictionary. A collected tensor's
+        # entry is dead until its id is reused or _prune drops it.
+        self._made = {}
+        self._prune_above = 256
 
     def add(self, t):
-        self._made[id(t)] = t
+        made = self._made
+        made[id(t)] = weakref.ref(t)
+        if len(made) > self._prune_above:
+            self._prune()
+
+    def _prune(self):
+        """Drops the dead entries; the next prune waits until the live ones double
+        (amortised: a long loop inside one scope keeps its memory flat)."""
+        self._made = {k: r for k, r in self._made.items() if r() is not None}
+        self._prune_above = 2 * len(self._made) + 256
 
     def keep(self, t):
         """Takes t out of the scope: it outlives the block."""
-        self._made.pop(id(t), None)
+        r = self._made.get(id(t))
+        if r is not None and r() is t:
+            del self._made[id(t)]
         return t
 
     def _end(self):
-        for t in list(self._made.values()):
-            t.release()
+        for r in list(self._made.values()):
+            t = r()
+            if t is not None:
+                t.release()
         self._made.clear()
 
 
@@ -210,6 +227,7 @@ class Context:
             a = a.copy(order="C")
         t = new_tensor(self, L.clmad_tensor_create, code, a.ndim, _lib.size_array(a.shape),
                        a.ctypes.data if a.size else None)
+        t._shape = a.shape  # known here: no call to ask it later
         if requires_grad:
             t.requires_grad = True
         return t
@@ -230,12 +248,14 @@ class Context:
     def zeros(self, shape, dtype=np.float32, requires_grad=False):
         shape = _shape(shape)
         t = new_tensor(self, L.clmad_tensor_zeros, dtype_code(dtype), len(shape), _lib.size_array(shape))
+        t._shape = shape
         return t.requires_grad_(True) if requires_grad else t
 
     def full(self, shape, value, dtype=np.float32, requires_grad=False):
         shape = _shape(shape)
         t = new_tensor(self, L.clmad_tensor_fill, dtype_code(dtype), len(shape), _lib.size_array(shape),
                        float(value))
+        t._shape = shape
         return t.requires_grad_(True) if requires_grad else t
 
     def scalar(self, value, dtype=np.float32):
@@ -247,12 +267,14 @@ class Context:
         shape = _shape(shape)
         t = new_tensor(self, L.clmad_tensor_rand_uniform, dtype_code(dtype), len(shape),
                        _lib.size_array(shape), float(low), float(high), int(seed))
+        t._shape = shape
         return t.requires_grad_(True) if requires_grad else t
 
     def rand_normal(self, shape, mean=0.0, std=1.0, seed=0, dtype=np.float32, requires_grad=False):
         shape = _shape(shape)
         t = new_tensor(self, L.clmad_tensor_rand_normal, dtype_code(dtype), len(shape),
                        _lib.size_array(shape), float(mean), float(std), int(seed))
+        t._shape = shape
         return t.requires_grad_(True) if requires_grad else t
 
     # --- kernels -----------------------------------------------------------------

@@ -45,6 +45,17 @@ def _number(x):
     raise TypeError(f"clmad: expected a clmad.Tensor or a number, got {type(x).__name__}")
 
 
+def _real(x):
+    """x as a float if it is a real number, else None (a Tensor is answered
+    without the slow isinstance of the numbers ABC)."""
+    cls = x.__class__
+    if cls is float or cls is int:
+        return float(x)
+    if cls is not Tensor and isinstance(x, numbers.Real):
+        return float(x)
+    return None
+
+
 def _tensor(x):
     if not isinstance(x, Tensor):
         raise TypeError(f"clmad: expected a clmad.Tensor, got {type(x).__name__}")
@@ -52,6 +63,10 @@ def _tensor(x):
 
 
 def _binary(fn, a, b):
+    if a.__class__ is Tensor and b.__class__ is Tensor:  # the hot path: nothing to convert
+        ha, hb = a._h, b._h
+        if ha and hb:
+            return new_tensor(a._ctx, fn, ha, hb)
     ctx, a, b = _pair(a, b)
     return new_tensor(ctx, fn, a._handle, b._handle)
 
@@ -61,21 +76,28 @@ def _unary(fn, x):
     return new_tensor(x._ctx, fn, x._handle)
 
 
+def _with_scalar(fn, x, value):
+    return new_tensor(x._ctx, fn, x._handle, value)
+
+
 def add(a, b):
-    if isinstance(a, Tensor) and isinstance(b, numbers.Real):
-        return new_tensor(a._ctx, L.clmad_add_scalar, a._handle, float(b))
+    v = _real(b)
+    if v is not None and isinstance(a, Tensor):
+        return _with_scalar(L.clmad_add_scalar, a, v)
     return _binary(L.clmad_add, a, b)
 
 
 def sub(a, b):
-    if isinstance(a, Tensor) and isinstance(b, numbers.Real):
-        return new_tensor(a._ctx, L.clmad_add_scalar, a._handle, -float(b))
+    v = _real(b)
+    if v is not None and isinstance(a, Tensor):
+        return _with_scalar(L.clmad_add_scalar, a, -v)
     return _binary(L.clmad_sub, a, b)
 
 
 def mul(a, b):
-    if isinstance(a, Tensor) and isinstance(b, numbers.Real):
-        return new_tensor(a._ctx, L.clmad_mul_scalar, a._handle, float(b))
+    v = _real(b)
+    if v is not None and isinstance(a, Tensor):
+        return _with_scalar(L.clmad_mul_scalar, a, v)
     return _binary(L.clmad_mul, a, b)
 
 
@@ -84,8 +106,9 @@ def div(a, b):
 
 
 def pow(a, b):  # noqa: A001
-    if isinstance(a, Tensor) and isinstance(b, numbers.Real):
-        return new_tensor(a._ctx, L.clmad_pow_scalar, a._handle, float(b))
+    v = _real(b)
+    if v is not None and isinstance(a, Tensor):
+        return _with_scalar(L.clmad_pow_scalar, a, v)
     return _binary(L.clmad_pow, a, b)
 
 
@@ -152,7 +175,7 @@ def max(x, axis=None, keepdims=False):  # noqa: A001
     if axis is None:
         flat = reshape(x, -1)  # held until the call returns
         m = new_tensor(x._ctx, L.clmad_max, flat._handle, 0, 0)
-        return reshape(m, *([1] * x.ndim)) if keepdims else m
+        return reshape(m, *([1] * _rank(x))) if keepdims else m
     return new_tensor(x._ctx, L.clmad_max, x._handle, int(axis), 1 if keepdims else 0)
 
 
@@ -210,28 +233,42 @@ def log_softmax(x, axis=-1):
     return new_tensor(_tensor(x)._ctx, L.clmad_log_softmax, x._handle, int(axis))
 
 
+def _tensors(fn, a, b):
+    """fn(ctx, a, b, &out) for two Tensors (no numbers)."""
+    if a.__class__ is not Tensor or b.__class__ is not Tensor:  # (the hot path checks less)
+        _tensor(a), _tensor(b)
+    return _binary(fn, a, b)
+
+
 def dot(a, b):
     """sum(a * b) as a 0-d tensor, without the product as a temporary."""
-    return _binary(L.clmad_dot, _tensor(a), _tensor(b))
+    return _tensors(L.clmad_dot, a, b)
 
 
 def mse_loss(pred, target):
-    return _binary(L.clmad_mse_loss, _tensor(pred), _tensor(target))
+    return _tensors(L.clmad_mse_loss, pred, target)
 
 
 def cross_entropy(logits, target):
     """Softmax cross-entropy over the last axis; target: probabilities or class indices."""
-    return _binary(L.clmad_cross_entropy, _tensor(logits), _tensor(target))
+    return _tensors(L.clmad_cross_entropy, logits, target)
+
+
+def _rank(x):
+    """x.ndim, in one call when the shape is not known yet (not one more per axis)."""
+    shape = x._shape
+    return len(shape) if shape is not None else L.clmad_tensor_ndim(x._handle)
 
 
 def matmul(a, b, trans_a=False, trans_b=False):
     """2-d @ 2-d (CLBlast), 3-d @ 3-d (batched); a 1-d operand is a row or a column."""
     a, b = _tensor(a), _tensor(b)
-    if a.ndim == 1 and not trans_a:
+    rank_a, rank_b = _rank(a), _rank(b)
+    if rank_a == 1 and not trans_a:
         return reshape(matmul(reshape(a, 1, -1), b, False, trans_b), -1)
-    if b.ndim == 1 and not trans_b:
+    if rank_b == 1 and not trans_b:
         return reshape(matmul(a, reshape(b, -1, 1), trans_a, False), -1)
-    fn = L.clmad_bmm if a.ndim == 3 else L.clmad_matmul
+    fn = L.clmad_bmm if rank_a == 3 else L.clmad_matmul
     return new_tensor(a._ctx, fn, a._handle, b._handle, 1 if trans_a else 0, 1 if trans_b else 0)
 
 
@@ -260,7 +297,7 @@ def transpose(x, *axes):
         axes = tuple(axes[0])
     if not axes:
         return new_tensor(x._ctx, L.clmad_transpose, x._handle, None)
-    if len(axes) != x.ndim:
+    if len(axes) != _rank(x):
         raise ShapeError(f"transpose: {len(axes)} axes for a tensor of rank {x.ndim}")
     return new_tensor(x._ctx, L.clmad_transpose, x._handle, _lib.int_array(axes))
 

@@ -10,6 +10,7 @@ from .errors import InvalidArgumentError, raise_for
 from .tensor import Tensor, dtype_code
 
 L = _lib.lib
+_broadcast = L.clmad_broadcast
 
 
 def signature(source, name):
@@ -49,6 +50,9 @@ class Kernel:
         if status:
             raise_for(status, ctx._raw)
         self._h = h.value
+        # The C arrays of a call, as types made once (ctypes makes an array type per call otherwise).
+        self._inputs_array = _lib.tensor_p * max(1, self.n_inputs)
+        self._outputs_array = _lib.tensor_p * max(1, self.n_outputs)
 
     def __del__(self, _release=L.clmad_kernel_release):
         h = getattr(self, "_h", None)
@@ -84,9 +88,25 @@ class Kernel:
             raise_for(status, self._ctx._raw)
 
     def __call__(self, *inputs):
+        # The hot path: Tensors only (no subclass), all live, the right count;
+        # anything else goes the general way, which converts and raises.
+        handles = [x._h for x in inputs if x.__class__ is Tensor]
+        ctx = self._ctx
+        ctx_h, h = ctx._h, self._h
+        if len(handles) != len(inputs) or len(inputs) != self.n_inputs or None in handles or not ctx_h or not h:
+            return self._call(inputs)
+        outs = self._outputs_array()
+        status = _broadcast(ctx_h, h, self._inputs_array(*handles), outs)
+        if status:
+            raise_for(status, ctx._raw)
+        if self.n_outputs == 1:
+            return Tensor(ctx, outs[0])
+        return tuple(self._wrap(outs, self.n_outputs))
+
+    def _call(self, inputs):
         _keep, arr = self._inputs(inputs)
-        outs = (_lib.tensor_p * self.n_outputs)()
-        self._run(L.clmad_broadcast, arr, outs)
+        outs = self._outputs_array()
+        self._run(_broadcast, arr, outs)
         res = self._wrap(outs, self.n_outputs)
         return res[0] if self.n_outputs == 1 else tuple(res)
 

@@ -14,6 +14,9 @@ from . import _lib
 from .errors import ReleasedError, raise_for
 
 L = _lib.lib
+_tensor_p = _lib.tensor_p
+_backward = L.clmad_backward
+_zero_grad = L.clmad_tensor_zero_grad
 _DTYPES = {_lib.F32: np.dtype(np.float32), _lib.F64: np.dtype(np.float64), _lib.I32: np.dtype(np.int32),
            _lib.I64: np.dtype(np.int64), _lib.U8: np.dtype(np.uint8)}
 _CODES = {v: k for k, v in _DTYPES.items()}
@@ -30,9 +33,14 @@ def dtype_code(dtype):
 
 
 def new_tensor(ctx, fn, *args):
-    """Calls fn(ctx, *args, &out) and wraps the new tensor (raises on failure)."""
-    out = _lib.tensor_p()
-    status = fn(ctx._live, *args, byref(out))
+    """Calls fn(ctx, *args, &out) and wraps the new tensor (raises on failure).
+    The hot path of every operation: one call into the library, nothing else
+    (out goes by reference without byref: its argtype is a pointer to it)."""
+    h = ctx._h
+    if not h:
+        raise ReleasedError("the context was closed")
+    out = _tensor_p()
+    status = fn(h, *args, out)
     if status:
         raise_for(status, ctx._raw)
     return Tensor(ctx, out.value)
@@ -40,13 +48,13 @@ def new_tensor(ctx, fn, *args):
 
 class Tensor:
     """A tensor on the context's device (owns one reference to its clmad_tensor)."""
-    __slots__ = ("_h", "_ctx", "_shape", "__weakref__")
+    __slots__ = ("_h", "_ctx", "_shape", "_dtype", "__weakref__")
     __array_priority__ = 1000  # ndarray <op> Tensor gives Tensor's reflected operator
 
     def __init__(self, ctx, handle):
         self._h = handle
         self._ctx = ctx
-        self._shape = None
+        self._shape = self._dtype = None  # asked once, when first needed (they never change)
         if ctx._scopes:
             ctx._scopes[-1].add(self)
 
@@ -76,8 +84,8 @@ class Tensor:
     # --- facts ---------------------------------------------------------------
     @property
     def shape(self):
+        h = self._handle  # (a released tensor raises, known shape or not)
         if self._shape is None:
-            h = self._handle
             self._shape = tuple(L.clmad_tensor_dim(h, i) for i in range(L.clmad_tensor_ndim(h)))
         return self._shape
 
@@ -91,7 +99,10 @@ class Tensor:
 
     @property
     def dtype(self):
-        return _DTYPES[L.clmad_tensor_dtype(self._handle)]
+        h = self._handle
+        if self._dtype is None:
+            self._dtype = _DTYPES[L.clmad_tensor_dtype(h)]
+        return self._dtype
 
     def __len__(self):
         if not self.shape:
@@ -191,14 +202,14 @@ class Tensor:
         return Tensor(self._ctx, out.value) if out.value else None
 
     def zero_grad(self):
-        L.clmad_tensor_zero_grad(self._handle)
+        _zero_grad(self._handle)
 
     def backward(self, seed=None):
         """Backward pass from this tensor (one element, or give seed of its shape)."""
         ctx = self._ctx
         if seed is not None and not isinstance(seed, Tensor):
             seed = ctx.tensor(np.asarray(seed, dtype=self.dtype))
-        status = L.clmad_backward(ctx._live, self._handle, seed._handle if seed is not None else None)
+        status = _backward(ctx._live, self._handle, seed._handle if seed is not None else None)
         if status:
             raise_for(status, ctx._raw)
 

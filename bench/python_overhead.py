@@ -6,16 +6,17 @@ from C, on the same device, in one run.
      elements): forward alone, and forward + dot + backward; C: build/bench_call.
   2. the HM-LSTM cell's forward + backward at 1024 x 1024 f32 (loss = dot(cell(z,
      zb, c, f, i, g), w), random controls), partials stored and recomputed, median
-     of --reps runs; C: build/bench_hmlstm's "store" and "recompute" rows.
+     of --reps runs; C: build/bench_call_hmlstm, the same loop. C and Python
+     alternate over --rounds rounds (C, Python, per policy); the figures are
+     the medians over rounds, and the ratio the median of each round's ratio.
 Writes <out>/python.json and <out>/python.md.
 Usage: build/python-venv/bin/python bench/python_overhead.py [--build build] [--reps 10]
-       [--calls 20000] [--dims 1024] [--out bench/results]"""
+       [--rounds 5] [--calls 20000] [--dims 1024] [--out bench/results]"""
 import argparse
 import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -82,6 +83,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default="build")
     p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--calls", type=int, default=20000)
     p.add_argument("--dims", type=int, default=1024)
     p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
@@ -94,23 +96,27 @@ def main():
                                         check=True, capture_output=True, text=True).stdout)
     py_calls = calls_per_second(ctx, args.calls)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([os.path.join(args.build, "bench_hmlstm"), "--dims", str(args.dims), "--reps",
-                        str(args.reps), "--out", tmp], check=True, capture_output=True, text=True)
-        (name,) = [f for f in os.listdir(tmp) if f.endswith(".hmlstm.json")]
-        with open(os.path.join(tmp, name)) as f:
-            runs = json.load(f)["runs"]
-    c_ms = {r["variant"]: r["median_ms"] for r in runs if r["controls"] == "random" and r["dims"] == args.dims}
-    py_ms = {policy: hmlstm_python(ctx, args.dims, args.reps, policy) for policy in ("store", "recompute")}
+    rounds = {policy: {"c": [], "python": [], "ratio": []} for policy in ("store", "recompute")}
+    for _ in range(args.rounds):
+        for policy, r in rounds.items():
+            c = json.loads(subprocess.run([os.path.join(args.build, "bench_call_hmlstm"), "--dims", str(args.dims),
+                                           "--reps", str(args.reps), "--policy", policy],
+                                          check=True, capture_output=True, text=True).stdout)["median_ms"]
+            py = hmlstm_python(ctx, args.dims, args.reps, policy)
+            r["c"].append(c)
+            r["python"].append(py)
+            r["ratio"].append(py / c)
+    c_ms = {k: float(np.median(r["c"])) for k, r in rounds.items()}
+    py_ms = {k: float(np.median(r["python"])) for k, r in rounds.items()}
 
     load = os.getloadavg()
     result = {"load_average_1_5_15": load, "cpus": os.cpu_count(), "device": dev.name, "platform": dev.platform, "driver": dev.driver_version,
               "python": sys.version.split()[0], "numpy": np.__version__,
               "small_broadcast": {"c": c_calls, "python": py_calls},
-              "hmlstm": {"dims": args.dims, "repetitions": args.reps,
-                         "c_median_ms": {k: c_ms[k] for k in ("store", "recompute")},
-                         "python_median_ms": py_ms,
-                         "ratio_python_over_c": {k: py_ms[k] / c_ms[k] for k in py_ms}}}
+              "hmlstm": {"dims": args.dims, "repetitions": args.reps, "rounds": args.rounds,
+                         "c_median_ms": c_ms, "python_median_ms": py_ms,
+                         "ratio_python_over_c": {k: float(np.median(r["ratio"])) for k, r in rounds.items()},
+                         "per_round": rounds}}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "python.json"), "w") as f:
         json.dump(result, f, indent=2)
@@ -131,13 +137,12 @@ def main():
         lines.append(f"| {label} | {sb['c'][key]:,.0f} | {sb['python'][key]:,.0f} | "
                      f"{sb['python'][key] / sb['c'][key]:.2f} |")
     lines += ["", f"HM-LSTM cell, forward + backward, {args.dims} x {args.dims} f32, random controls, "
-              f"median of {args.reps}:", "", "| partials | C (ms) | Python (ms) | Python / C |", "|---|---:|---:|---:|"]
+              f"median of {args.reps} runs per round, {args.rounds} rounds alternating C and Python:", "", "| partials | C (ms) | Python (ms) | Python / C |", "|---|---:|---:|---:|"]
     for k in ("store", "recompute"):
         lines.append(f"| {k} | {hm['c_median_ms'][k]:.2f} | {hm['python_median_ms'][k]:.2f} | "
                      f"{hm['ratio_python_over_c'][k]:.3f} |")
-    lines += ["", "The C figures are bench_call's and bench_hmlstm's (whose rounds alternate its six "
-              "variants, so that the pool and caches see other work between two runs of a variant; "
-              "the Python rounds run back to back). Load average of the host when written: "
+    lines += ["", "The C figures are bench_call's and bench_call_hmlstm's (the same loops in C); the "
+              "HM-LSTM ratio is the median of each round's Python / C. Load average of the host when written: "
               f"{load[0]:.1f} on {os.cpu_count()} CPUs: above the CPU count, the figures are noisy."]
     with open(os.path.join(args.out, "python.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -21,12 +21,26 @@ import sys
 
 try:
     import numpy as np
-    import torch
-except ImportError as e:  # Debian's python3-torch (with python3-numpy); CI installs it
-    print(f"skipped: PyTorch cannot be imported ({e})")
+except ImportError as e:  # Debian's python3-torch brings python3-numpy
+    print(f"skipped: NumPy cannot be imported ({e})")
     sys.exit(77)
 
-import clmad  # noqa: E402 (after the skip: a failure to load libclmad fails the test)
+import clmad  # noqa: E402 (a failure to load libclmad fails the test)
+
+torch = None  # imported by main() once the OpenCL implementation is loaded
+
+
+def import_torch():
+    """PyTorch, imported after the first clmad context: Debian's torch links
+    Debian's libtbb.so.12, older than the one Intel's OpenCL runtime ships
+    and needs; loaded first, it keeps that runtime from loading at all."""
+    global torch
+    try:
+        import torch as module
+    except ImportError as e:  # Debian's python3-torch; CI installs it
+        print(f"skipped: PyTorch cannot be imported ({e})")
+        sys.exit(77)
+    torch = module
 
 TOLERANCE = 1e-10
 
@@ -201,11 +215,12 @@ def newton_case(ctx, rng):
 
 
 def main():
-    torch.set_default_dtype(torch.float64)
     ctx = clmad.Context(retain_tape=True)
     if not ctx.device.fp64:
         print(f"skipped: {ctx.device.name} has no float64")
         return 77
+    import_torch()
+    torch.set_default_dtype(torch.float64)
     print(f"clmad {clmad.__version__} on {ctx.device.name}, PyTorch {torch.__version__}")
     rng = np.random.default_rng(27)
     failed = []

@@ -89,6 +89,20 @@ static clmad_status check_and_plan(clmad_context *ctx, clmad_kernel *k, clmad_te
     return clmad__plan_broadcast(ctx, what, inputs, k->n_inputs, plan);
 }
 
+/* No integer parameter may be marked active: it has no partials. */
+static clmad_status check_active(clmad_context *ctx, clmad_kernel *k, const int *active, const char *call)
+{
+    for (int j = 0; active && j < k->n_inputs; j++)
+        if (active[j] && clmad__kernel_integer(k, j)) {
+            char p[64];
+            return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                               "%s(%s): active[%d] is set, but %s is an integer parameter, which has no "
+                               "partials",
+                               call, k->fn_name, j, parameter(k, j, p, sizeof p));
+        }
+    return CLMAD_OK;
+}
+
 clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
                              clmad_tensor **outputs)
 {
@@ -123,14 +137,9 @@ clmad_status clmad_broadcast_partials(clmad_context *ctx, clmad_kernel *k,
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
                            "clmad_broadcast_partials(%s): outputs and partials must not be NULL",
                            k->fn_name);
-    for (int j = 0; active && j < k->n_inputs; j++)
-        if (active[j] && clmad__kernel_integer(k, j)) {
-            char p[64];
-            return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
-                               "clmad_broadcast_partials(%s): active[%d] is set, but %s is an integer "
-                               "parameter, which has no partials",
-                               k->fn_name, j, parameter(k, j, p, sizeof p));
-        }
+    st = check_active(ctx, k, active, "clmad_broadcast_partials");
+    if (st != CLMAD_OK)
+        return st;
     return clmad__bcast_run_partials(k, &plan, inputs, active, outputs, partials);
 }
 
@@ -222,14 +231,9 @@ clmad_status clmad_broadcast_second(clmad_context *ctx, clmad_kernel *k, clmad_t
     st = check_tangents(ctx, k, inputs, tangents, "clmad_broadcast_second");
     if (st != CLMAD_OK)
         return st;
-    for (int j = 0; active && j < k->n_inputs; j++)
-        if (active[j] && clmad__kernel_integer(k, j)) {
-            char p[64];
-            return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
-                               "clmad_broadcast_second(%s): active[%d] is set, but %s is an integer "
-                               "parameter, which has no partials",
-                               k->fn_name, j, parameter(k, j, p, sizeof p));
-        }
+    st = check_active(ctx, k, active, "clmad_broadcast_second");
+    if (st != CLMAD_OK)
+        return st;
     for (int j = 0; j < k->n_inputs; j++)
         if (tangents[j] && active && !active[j])
             return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,

@@ -6,6 +6,10 @@
  * Variants, side by side in one run on one device:
  *   store      fused mixed mode, partials stored in the forward pass
  *   recompute  fused mixed mode, partials recomputed in backward
+ *   summed     the same loss written with the weight inside the kernel,
+ *              sum(cell_w(z, zb, c, f, i, g, w)) (clmad_sum), partials
+ *              stored: the backward's adjoint is exactly 1, so the stored
+ *              partials are the gradients and backward launches no kernel
  *   unfused    the same function as a chain of builtins with where (pure reverse mode)
  *   hand       a hand-written forward kernel and a hand-written backward kernel
  *   primal     the primal forward of the cell alone
@@ -28,6 +32,15 @@ static const char *CELL_SOURCE =
     "    if (ad_val(z) == 1)  return ad_mul(ad_sigmoid(i), ad_tanh(g));\n"
     "    if (ad_val(zb) == 0) return c;\n"
     "    return ad_add(ad_mul(ad_sigmoid(f), c), ad_mul(ad_sigmoid(i), ad_tanh(g)));\n"
+    "}\n";
+
+/* The loss's weight inside the cell: sum(cell_w(...)) = sum(cell(...) * w). */
+static const char *CELL_W_SOURCE =
+    "T cell_w(T z, T zb, T c, T f, T i, T g, T w)\n"
+    "{\n"
+    "    if (ad_val(z) == 1)  return ad_mul(ad_mul(ad_sigmoid(i), ad_tanh(g)), w);\n"
+    "    if (ad_val(zb) == 0) return ad_mul(c, w);\n"
+    "    return ad_mul(ad_add(ad_mul(ad_sigmoid(f), c), ad_mul(ad_sigmoid(i), ad_tanh(g))), w);\n"
     "}\n";
 
 /* The hand-written pair walks the elements as the generated kernels do
@@ -82,14 +95,14 @@ static const char *HAND_SOURCE =
     "    }\n"
     "}\n";
 
-enum { STORE, RECOMPUTE, UNFUSED, HAND, PRIMAL, COPY, NV };
-static const char *NAMES[NV] = {"store", "recompute", "unfused", "hand", "primal", "copy"};
+enum { STORE, RECOMPUTE, SUMMED, UNFUSED, HAND, PRIMAL, COPY, NV };
+static const char *NAMES[NV] = {"store", "recompute", "summed", "unfused", "hand", "primal", "copy"};
 
 typedef struct setup {
     clmad_context *ctx;
     size_t dims;
     clmad_tensor *z, *zb, *x[4], *w, *one, *zero;
-    clmad_kernel *cell;
+    clmad_kernel *cell, *cell_w;
     cl_kernel hand_fwd, hand_bwd, copy;
     clmad_tensor *hy, *hg[4], *cdst;
 } setup;
@@ -165,15 +178,16 @@ static clmad_tensor *unfused_cell(setup *s)
     return out;
 }
 
-/* The loss of the fused cell, for comparison with the peers (bench/peers). */
-static double fused_loss(setup *s)
+/* The loss of the fused cell, for comparison with the peers (bench/peers):
+ * dot(cell(...), w), or (summed) sum(cell_w(..., w)). */
+static double fused_loss(setup *s, int summed)
 {
     clmad_context *ctx = s->ctx;
-    clmad_tensor *in[6] = {s->z, s->zb, s->x[0], s->x[1], s->x[2], s->x[3]}, *y, *loss;
+    clmad_tensor *in[7] = {s->z, s->zb, s->x[0], s->x[1], s->x[2], s->x[3], s->w}, *y, *loss;
     float value = 0;
     BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 0));
-    BENCH_CHECK(ctx, clmad_broadcast(ctx, s->cell, in, &y));
-    BENCH_CHECK(ctx, clmad_dot(ctx, y, s->w, &loss));
+    BENCH_CHECK(ctx, clmad_broadcast(ctx, summed ? s->cell_w : s->cell, in, &y));
+    BENCH_CHECK(ctx, summed ? clmad_sum(ctx, y, 0, NULL, 0, &loss) : clmad_dot(ctx, y, s->w, &loss));
     BENCH_CHECK(ctx, clmad_tensor_read(loss, &value, sizeof value));
     BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 1));
     clmad_tensor_release(y);
@@ -206,6 +220,14 @@ static double run_variant(setup *s, int v)
             BENCH_CHECK(ctx, clmad_broadcast(ctx, s->cell, in, &y));
         }
         BENCH_CHECK(ctx, clmad_dot(ctx, y, s->w, &loss));
+        BENCH_CHECK(ctx, clmad_backward(ctx, loss, NULL));
+        clmad_tensor_release(y);
+        clmad_tensor_release(loss);
+    } else if (v == SUMMED) {
+        BENCH_CHECK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_STORE));
+        clmad_tensor *in[7] = {s->z, s->zb, s->x[0], s->x[1], s->x[2], s->x[3], s->w}, *y, *loss;
+        BENCH_CHECK(ctx, clmad_broadcast(ctx, s->cell_w, in, &y));
+        BENCH_CHECK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &loss));
         BENCH_CHECK(ctx, clmad_backward(ctx, loss, NULL));
         clmad_tensor_release(y);
         clmad_tensor_release(loss);
@@ -261,12 +283,14 @@ static void set_hand_args(setup *s)
 
 /* Minimal bytes per element each variant must move (f32). Forward + backward:
  * read c f i g, write y; loss reads y w; backward reads w(adjoint) c f i g
- * and writes 4 gradients: 16 floats. */
+ * and writes 4 gradients: 16 floats. Summed: read c f i g w, write y; the
+ * sum reads y; write 4 gradients (in the forward pass): 11 floats. */
 static double min_bytes(int v)
 {
     switch (v) {
     case PRIMAL: return 4.0 * 5;
     case COPY: return 4.0 * 2;
+    case SUMMED: return 4.0 * 11;
     default: return 4.0 * 16;
     }
 }
@@ -298,6 +322,7 @@ int main(int argc, char **argv)
     char slug[256], path[1024];
     bench_slug(dev.name, slug, sizeof slug);
     BENCH_CHECK(ctx, clmad_kernel_create(ctx, CELL_SOURCE, "cell_update", 6, 1, &s.cell));
+    BENCH_CHECK(ctx, clmad_kernel_create(ctx, CELL_W_SOURCE, "cell_w", 7, 1, &s.cell_w));
     char hand_src[8192];
     snprintf(hand_src, sizeof hand_src, "#define HAND_ITEMS %d\n%s", clmad__items_per_work_item(ctx),
              HAND_SOURCE);
@@ -350,7 +375,13 @@ int main(int argc, char **argv)
         for (int uc = 0; uc < 2; uc++) {
             make_controls(&s, uc);
             set_hand_args(&s);
-            loss[uc] = fused_loss(&s);
+            loss[uc] = fused_loss(&s, 0);
+            double summed = fused_loss(&s, 1);
+            if (fabs(summed - loss[uc]) > 1e-4 * fabs(loss[uc]) + 1e-3) {
+                fprintf(stderr, "bench_hmlstm: the summed loss %.6f is not the dot loss %.6f\n", summed,
+                        loss[uc]);
+                return 1;
+            }
             double *t = malloc((size_t)reps * NV * sizeof *t);
             for (int r = -2; r < reps; r++) {
                 fprintf(stderr, "\rbench_hmlstm: dims %zu, %s controls, round %d/%d   ", s.dims,
@@ -381,7 +412,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "\n");
         for (int uc = 0; uc < 2; uc++) {
             double *m = med[uc];
-            double best = fmin(m[STORE], m[RECOMPUTE]);
+            int best_v = STORE;
+            for (int v = RECOMPUTE; v <= SUMMED; v++)
+                best_v = m[v] < m[best_v] ? v : best_v;
+            double best = m[best_v];
             printf("dims %zu, %s controls (loss %.6f):\n", s.dims, uc ? "uniform" : "random", loss[uc]);
             for (int v = 0; v < NV; v++)
                 printf("  %-10s %9.3f ms  %7.2f GB/s (minimal bytes)  %3llu kernels %6.2f passes\n",
@@ -389,8 +423,8 @@ int main(int argc, char **argv)
                        (unsigned long long)g_kernels[v], (double)g_bytes[v] / (4.0 * (double)n));
             printf("  unfused/store %.2f  unfused/recompute %.2f  store/hand %.2f  recompute/hand %.2f\n",
                    m[UNFUSED] / m[STORE], m[UNFUSED] / m[RECOMPUTE], m[STORE] / m[HAND], m[RECOMPUTE] / m[HAND]);
-            printf("  best fused/primal %.2f  best fused GB/s / copy GB/s %.2f\n", best / m[PRIMAL],
-                   (min_bytes(STORE) / best) / (min_bytes(COPY) / m[COPY]));
+            printf("  best fused (%s)/primal %.2f  best fused GB/s / copy GB/s %.2f\n", NAMES[best_v],
+                   best / m[PRIMAL], (min_bytes(best_v) / best) / (min_bytes(COPY) / m[COPY]));
         }
         printf("  random/uniform: store %.2f recompute %.2f unfused %.2f hand %.2f\n",
                med[0][STORE] / med[1][STORE], med[0][RECOMPUTE] / med[1][RECOMPUTE],
@@ -414,6 +448,7 @@ int main(int argc, char **argv)
     clReleaseKernel(s.hand_bwd);
     clReleaseKernel(s.copy);
     clmad_kernel_release(s.cell);
+    clmad_kernel_release(s.cell_w);
     clmad_context_release(ctx);
     return 0;
 }

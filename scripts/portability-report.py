@@ -88,8 +88,8 @@ def row_for(name, e, peers, isa):
     out = []
     dims = sorted({d for d, _ in e["ms"]})
     for d in dims:
-        m = {v: median(e["ms"].get((d, v), [])) for v in ("store", "recompute", "primal", "copy", "unfused")}
-        fused = [(m[v], v) for v in ("store", "recompute") if m[v] is not None]
+        m = {v: median(e["ms"].get((d, v), [])) for v in ("store", "recompute", "summed", "primal", "copy", "unfused")}
+        fused = [(m[v], v) for v in ("store", "recompute", "summed") if m[v] is not None]
         best, best_variant = min(fused) if fused else (None, None)
         passes = e["passes"].get((d, best_variant))
         copy_passes = e["passes"].get((d, "copy")) or 2
@@ -97,7 +97,8 @@ def row_for(name, e, peers, isa):
         best_peer = min(((v, n) for n, v in peer_ms.items() if v is not None), default=(None, None))
         out.append({
             "implementation": name, "device": e["device"], "driver": e["driver"], "dims": d,
-            "best_fused_ms": best, "store_ms": m["store"], "recompute_ms": m["recompute"],
+            "best_fused_ms": best, "best_fused_variant": best_variant, "store_ms": m["store"],
+            "recompute_ms": m["recompute"], "summed_ms": m["summed"],
             "primal_ms": m["primal"], "copy_ms": m["copy"], "unfused_ms": m["unfused"],
             "fused_over_primal": best / m["primal"] if best and m["primal"] else None,
             # bench_hmlstm counts the passes over arrays of the cell's size
@@ -209,14 +210,16 @@ def write(out, header, rows):
         "same inputs and CPU (for POCL's AVX2 library: the peers limited to AVX2 too). GPU rows are recorded "
         "on another machine, their peers on the same GPU in the same run (bench/results/*.peers.md). Times in ms, the median "
         "over rounds of each round's median. Ratios are time ratios: above 1, clmad is slower. The copy bound "
-        "is the time of the fused variant's passes over memory at the copy kernel's speed on the same device.",
+        "is the time of the fused variant's passes over memory at the copy kernel's speed on the same device. "
+        "Best fused is the fastest of bench_hmlstm's store, recompute and summed (the loss's weight inside the "
+        "kernel and clmad_sum) variants, named in brackets.",
         "",
         "| implementation | device | dims | best fused | primal | fused / primal | fused / copy bound | best peer | "
         "peer ms | fused / best peer |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        md.append(f"| {r['implementation']} | {r['device']} ({r['driver']}) | {r['dims']} | {fmt(r['best_fused_ms'])} | "
+        md.append(f"| {r['implementation']} | {r['device']} ({r['driver']}) | {r['dims']} | {fmt(r['best_fused_ms'])} ({r.get('best_fused_variant') or '-'}) | "
                   f"{fmt(r['primal_ms'])} | {fmt(r['fused_over_primal'])} | {fmt(r['fused_over_copy_bound'])} | "
                   f"{r['best_peer'] or '-'}{' (AVX2)' if r['peer_isa'] == 'avx2' else ''} | "
                   f"{fmt(r['best_peer_ms'])} | {fmt(r['fused_over_best_peer'])} |")

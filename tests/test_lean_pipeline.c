@@ -324,6 +324,100 @@ Test(lean, hm_lstm_backward_is_one_kernel)
     clmad_context_release(ctx);
 }
 
+/* Runs the backward of form's loss (gradients zeroed first when `zero`);
+ * returns the kernels the backward launched. */
+static uint64_t backward_kernels(clmad_context *ctx, lean_env *e, clmad_tensor **p, int zero)
+{
+    for (int k = 0; k < 4 && zero; k++)
+        clmad_tensor_zero_grad(p[k]);
+    clmad_tensor *loss;
+    clmad_stats s0, s1;
+    CHECK_OK(ctx, lean_loss(ctx, p, e, &loss));
+    CHECK_OK(ctx, clmad_context_stats(ctx, &s0));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    CHECK_OK(ctx, clmad_context_stats(ctx, &s1));
+    clmad_tensor_release(loss);
+    return s1.kernels_launched - s0.kernels_launched;
+}
+
+static void expect_grads(clmad_context *ctx, clmad_tensor **p, double **ref, double times, const char *what)
+{
+    for (int k = 0; k < 4; k++) {
+        clmad_tensor *g;
+        double h[M * N];
+        CHECK_OK(ctx, clmad_tensor_grad(p[k], &g));
+        CHECK_OK(ctx, clmad_tensor_read(g, h, sizeof h));
+        clmad_tensor_release(g);
+        for (int i = 0; i < M * N; i++)
+            cr_expect_eq(h[i], times * ref[k][i], "%s: param %d element %d: %.17g, expected %.17g", what, k,
+                         i, h[i], times * ref[k][i]);
+    }
+}
+
+/* sum(cell) under STORE: the backward's adjoint is exactly 1, so the
+ * stored partials become the gradients (no kernel but the seed's fill),
+ * bitwise those RECOMPUTE forms; into gradients already there, and on a
+ * retained tape (whose partials a second backward reads), the kernel runs
+ * as before. */
+Test(lean, summed_cell_takes_its_stored_partials_as_gradients)
+{
+    clmad_context *ctx = test_context();
+    lean_env e;
+    clmad_tensor *p[4];
+    lean_setup(ctx, &e, p);
+    e.form = SUM_OF_CELL;
+    CHECK_OK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_RECOMPUTE));
+    double **ref = gc_backward(ctx, lean_loss, &e, 4, p);
+    CHECK_OK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_STORE));
+    gc_free(gc_backward(ctx, lean_loss, &e, 4, p), 4); /* builds every kernel */
+
+    cr_expect_eq(backward_kernels(ctx, &e, p, 1), 1, "the seed's fill alone");
+    expect_grads(ctx, p, ref, 1, "handed over");
+    cr_expect_eq(backward_kernels(ctx, &e, p, 0), 2, "the seed and one kernel adding into the gradients");
+    expect_grads(ctx, p, ref, 2, "added");
+
+    CHECK_OK(ctx, clmad_set_retain_tape(ctx, 1));
+    for (int k = 0; k < 4; k++)
+        clmad_tensor_zero_grad(p[k]);
+    clmad_tensor *loss;
+    CHECK_OK(ctx, lean_loss(ctx, p, &e, &loss));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    clmad_tensor_release(loss);
+    expect_grads(ctx, p, ref, 2, "retained tape, two backwards");
+    CHECK_OK(ctx, clmad_set_retain_tape(ctx, 0));
+    clmad_tape_clear(ctx);
+
+    /* The same tensor as two active inputs: a sum of both partials, not one of them. */
+    clmad_tensor *same[6] = {e.z, e.zb, p[0], p[0], p[0], p[0]}, *y, *l;
+    CHECK_OK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_STORE));
+    clmad_tensor_zero_grad(p[0]);
+    CHECK_OK(ctx, clmad_broadcast(ctx, e.cell, same, &y));
+    CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &l));
+    CHECK_OK(ctx, clmad_backward(ctx, l, NULL));
+    clmad_tensor_release(y);
+    clmad_tensor_release(l);
+    clmad_tensor *g_store, *g_re;
+    CHECK_OK(ctx, clmad_tensor_grad(p[0], &g_store));
+    clmad_tensor_zero_grad(p[0]);
+    CHECK_OK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_RECOMPUTE));
+    CHECK_OK(ctx, clmad_broadcast(ctx, e.cell, same, &y));
+    CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &l));
+    CHECK_OK(ctx, clmad_backward(ctx, l, NULL));
+    clmad_tensor_release(y);
+    clmad_tensor_release(l);
+    CHECK_OK(ctx, clmad_tensor_grad(p[0], &g_re));
+    double hs[M * N], hr[M * N];
+    CHECK_OK(ctx, clmad_tensor_read(g_store, hs, sizeof hs));
+    CHECK_OK(ctx, clmad_tensor_read(g_re, hr, sizeof hr));
+    cr_expect_eq(memcmp(hs, hr, sizeof hs), 0, "one tensor as four inputs: STORE and RECOMPUTE differ");
+    clmad_tensor_release(g_store);
+    clmad_tensor_release(g_re);
+    gc_free(ref, 4);
+    lean_teardown(&e, p);
+    clmad_context_release(ctx);
+}
+
 /* ---- runs of elements per work-item over broadcast inputs ---------------- */
 
 /* On POCL a work-item computes a run of consecutive elements and indexes

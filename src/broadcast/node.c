@@ -98,6 +98,26 @@ static clmad_status target_close(clmad_context *ctx, clmad_node *node, grad_targ
     return st == CLMAD_OK ? clmad__accumulate_input(ctx, node, t->j, g) : st;
 }
 
+/* STORE, the one output's adjoint exactly 1 (a loss that sums the output,
+ * seeded by clmad_backward): input j's gradient is its stored partial, as
+ * the kernel would form it (1 * partial, bitwise), so the partial's buffer
+ * becomes the gradient and no kernel runs for j. Only into an empty slot,
+ * from a full-shape input, and when no later backward reads the partials
+ * (the tape is not retained). */
+static int take_partial(clmad_context *ctx, clmad_node *node, bcast_data *d, const clmad_bcast_plan *plan,
+                        int j)
+{
+    if (!d->n_partials || node->n_outputs != 1 || ctx->tape.retain || !clmad__adjoint_is_one(ctx, node, 0))
+        return 0;
+    clmad_tensor *p = d->partials[j], *x = node->inputs[j], **slot = clmad__adjoint_slot(ctx, node, j);
+    if (!p || !slot || *slot || !direct_target(node, d, plan, j) || p->dtype != x->dtype ||
+        !clmad__same_shape(p, x))
+        return 0;
+    *slot = p;
+    d->partials[j] = NULL;
+    return 1;
+}
+
 /* Both policies' backward: per chunk of at most the chunk cap of active
  * inputs, ONE kernel reads each output adjoint once (lazy ones as they are:
  * one value, or times a scale) and writes or accumulates every gradient of
@@ -110,7 +130,7 @@ static clmad_status chunked_backward(clmad_context *ctx, clmad_node *node, bcast
     int n_in = node->n_inputs, n_out = node->n_outputs;
     int act[CLMAD_MAX_INPUTS], n_act = 0;
     for (int j = 0; j < n_in; j++)
-        if (is_active(d, j) && clmad__adjoint_slot(ctx, node, j))
+        if (is_active(d, j) && clmad__adjoint_slot(ctx, node, j) && !take_partial(ctx, node, d, plan, j))
             act[n_act++] = j;
     unsigned mask = 0, scalar = 0, scaled = 0;
     int n_adj = 0;

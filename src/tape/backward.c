@@ -79,11 +79,18 @@ static clmad_status backward_pass(clmad_context *ctx, clmad_tensor *loss, clmad_
               : clmad_tensor_fill(ctx, loss->dtype, loss->ndim, loss->shape, 1.0, &g);
     if (st != CLMAD_OK)
         return st;
-    st = clmad__adjoint_add(ctx, loss->node ? &loss->node->out_adj[loss->out_index] : &loss->grad, g);
-
+    /* Ones that the nodes may recognise (clmad__adjoint_is_one): held
+     * until the end, so that no other tensor takes its address meanwhile. */
     struct clmad_tape *tape = ctx->tape.state;
+    if (tape && !seed)
+        tape->ones_seed = clmad_tensor_retain(g);
+    st = clmad__adjoint_add(ctx, loss->node ? &loss->node->out_adj[loss->out_index] : &loss->grad, g);
     for (size_t i = tape ? tape->count : 0; st == CLMAD_OK && i-- > 0;)
         st = run_node(ctx, tape->nodes[i]);
+    if (tape) {
+        clmad__tensor_unref(tape->ones_seed);
+        tape->ones_seed = NULL;
+    }
     if (!ctx->tape.retain || st != CLMAD_OK)
         clmad__tape_free_nodes(ctx);
     return st;

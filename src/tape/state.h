@@ -11,6 +11,9 @@
 struct clmad_tape {
     uint64_t generation; /* bumped when the tape is cleared */
     size_t count, cap;
+    /* During clmad_backward without a seed: the tensor of ones it seeds the
+     * loss with (clmad__adjoint_is_one), else NULL. */
+    clmad_tensor *ones_seed;
     clmad_node *nodes[];
 };
 

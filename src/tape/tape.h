@@ -114,6 +114,11 @@ clmad_status clmad__accumulate_input(clmad_context *ctx, clmad_node *node, int j
 clmad_status clmad__give_adjoint(clmad_context *ctx, clmad_node *node, int j, clmad_tensor *a,
                                  clmad_tensor *scale);
 
+/* 1 if out_adj[o] of node is exactly 1 for every element: the ones that
+ * clmad_backward seeds a one-element loss with, handed on unscaled and
+ * unexpanded (the loss sums the output, as clmad_sum does). */
+int clmad__adjoint_is_one(const clmad_context *ctx, const clmad_node *node, int o);
+
 /* Replaces a lazy out_adj[o] of node by a full tensor of the output's shape. */
 clmad_status clmad__materialize_adjoint(clmad_context *ctx, clmad_node *node, int o);
 

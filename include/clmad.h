@@ -199,7 +199,13 @@ typedef enum clmad_partials_policy {
      * elsewhere STORE when the stored partials (output elements x active
      * inputs) fit in 1/4 of the device's global memory, else RECOMPUTE. */
     CLMAD_PARTIALS_AUTO = 0,
-    /* Dual kernel in the forward pass; the partials are kept until backward. */
+    /* Dual kernel in the forward pass; the partials are kept until backward.
+     * When the loss sums the output (clmad_sum to one value, then
+     * clmad_backward without a seed), the stored partials of full-shape
+     * inputs become their gradients as they are, with no backward kernel
+     * (unless the input already holds a gradient or the tape is retained):
+     * put a loss weight inside the kernel, sum(f(x, w)), rather than
+     * clmad_dot(f(x), w). */
     CLMAD_PARTIALS_STORE = 1,
     /* Primal kernel forward; in backward one dual kernel fused with the
      * multiply by the output adjoints and the accumulation: nothing kept. */

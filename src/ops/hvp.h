@@ -32,6 +32,18 @@ clmad_status clmad__hvp_backward(clmad_context *ctx, clmad_node *node, clmad_hvp
  * tangents and adjoint tangents. */
 clmad_status clmad__hvp_add_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *x);
 
+/* *acc += a * b (or -= when negate); nothing when a or b is zero (NULL). */
+clmad_status clmad__hvp_mul_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *a, clmad_tensor *b,
+                                 int negate);
+
+/* A matrix product op(a) op(b) (clmad_matmul, clmad_bmm, clmad__matmul_nd). */
+typedef clmad_status (*clmad_hvp_product_fn)(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int ta,
+                                             int tb, clmad_tensor **out);
+
+/* *acc += product(a, b, ta, tb); nothing when a or b is zero (NULL). */
+clmad_status clmad__hvp_product_into(clmad_context *ctx, clmad_tensor **acc, clmad_hvp_product_fn product,
+                                     clmad_tensor *a, clmad_tensor *b, int ta, int tb);
+
 /* The shape operations' rules (hvp_shape.c): 0 if node is not one; else 1,
  * having run its forward (backward = 0) or backward rule with *st its
  * status. With ctx NULL only answers whether node is one. */

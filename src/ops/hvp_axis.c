@@ -34,21 +34,6 @@ static clmad_status mul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, cl
     return a && b ? clmad_mul(ctx, a, b, out) : CLMAD_OK;
 }
 
-/* *acc += a * b (or -= when negate), nothing when either is zero. */
-static clmad_status mul_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *a, clmad_tensor *b, int negate)
-{
-    clmad_tensor *m, *n = NULL;
-    clmad_status st = mul(ctx, a, b, &m);
-    if (st != CLMAD_OK || !m)
-        return st;
-    if (negate) {
-        st = clmad_neg(ctx, m, &n);
-        clmad_tensor_release(m);
-        m = n;
-    }
-    return st == CLMAD_OK ? clmad__hvp_add_into(ctx, acc, m) : st;
-}
-
 /* *out = sum over the axis of a * b, the axis kept with size 1. */
 static clmad_status row_dot(const axis_rule *r, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out)
 {
@@ -132,17 +117,17 @@ static clmad_status curvature(const axis_rule *r, const clmad_hvp_io *io, clmad_
     if (r->op == CLMAD_AXIS_SOFTMAX) { /* sdot (g - sum(g s)) - s sum(g sdot) */
         st = deviation(r, w, g, &a);
         if (st == CLMAD_OK)
-            st = mul_into(r->ctx, acc, ydot, a, 0);
+            st = clmad__hvp_mul_into(r->ctx, acc, ydot, a, 0);
         if (st == CLMAD_OK)
             st = row_dot(r, g, ydot, &b);
         if (st == CLMAD_OK)
-            st = mul_into(r->ctx, acc, w, b, 1);
+            st = clmad__hvp_mul_into(r->ctx, acc, w, b, 1);
     } else if (r->op == CLMAD_AXIS_LOG_SOFTMAX) { /* -s ydot sum(g) */
         st = mul(r->ctx, w, ydot, &a);
         if (st == CLMAD_OK)
             st = clmad_sum(r->ctx, g, 1, &r->axis, 1, &b);
         if (st == CLMAD_OK)
-            st = mul_into(r->ctx, acc, a, b, 1);
+            st = clmad__hvp_mul_into(r->ctx, acc, a, b, 1);
     } else { /* logsumexp: s (xdot - sum(s xdot)) g, g with the axis kept */
         const clmad_tensor *x = r->node->inputs[0];
         size_t kept[CLMAD_MAX_DIMS];
@@ -155,7 +140,7 @@ static clmad_status curvature(const axis_rule *r, const clmad_hvp_io *io, clmad_
         if (st == CLMAD_OK)
             st = clmad_reshape(r->ctx, g, x->ndim, kept, &b);
         if (st == CLMAD_OK)
-            st = mul_into(r->ctx, acc, sdot, b, 0);
+            st = clmad__hvp_mul_into(r->ctx, acc, sdot, b, 0);
         clmad_tensor_release(sdot);
     }
     clmad_tensor_release(w);

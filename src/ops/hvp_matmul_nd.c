@@ -16,11 +16,7 @@
 static clmad_status product_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *a, clmad_tensor *b, int ta,
                                  int tb)
 {
-    if (!a || !b)
-        return CLMAD_OK;
-    clmad_tensor *c;
-    clmad_status st = clmad__matmul_nd(ctx, a, b, ta, tb, &c);
-    return st == CLMAD_OK ? clmad__hvp_add_into(ctx, acc, c) : st;
+    return clmad__hvp_product_into(ctx, acc, clmad__matmul_nd, a, b, ta, tb);
 }
 
 /* *acc += the gradient of operand j for the result's adjoint g, with

@@ -18,16 +18,6 @@
 #include "ops/ops.h"
 #include "broadcast/node.h"
 
-/* *acc += a * b, nothing when either is zero (NULL). */
-static clmad_status mul_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *a, clmad_tensor *b)
-{
-    if (!a || !b)
-        return CLMAD_OK;
-    clmad_tensor *m;
-    clmad_status st = clmad_mul(ctx, a, b, &m);
-    return st == CLMAD_OK ? clmad__hvp_add_into(ctx, acc, m) : st;
-}
-
 /* *t summed over the axes that broadcasting expanded to reach x's shape,
  * in place of *t. */
 static clmad_status unbroadcast(clmad_context *ctx, clmad_tensor **t, const clmad_tensor *x)
@@ -85,11 +75,11 @@ static clmad_status bcast_backward(clmad_context *ctx, clmad_node *node, clmad_k
         if (!io->want[j] || !act[j])
             continue;
         for (int o = 0; o < n_out && st == CLMAD_OK; o++) {
-            st = mul_into(ctx, &io->in_adj[j], io->out_adj[o], p[o * n_in + j]);
+            st = clmad__hvp_mul_into(ctx, &io->in_adj[j], io->out_adj[o], p[o * n_in + j], 0);
             if (st == CLMAD_OK)
-                st = mul_into(ctx, &io->in_adj_tan[j], io->out_adj[o], pt[o * n_in + j]);
+                st = clmad__hvp_mul_into(ctx, &io->in_adj_tan[j], io->out_adj[o], pt[o * n_in + j], 0);
             if (st == CLMAD_OK)
-                st = mul_into(ctx, &io->in_adj_tan[j], io->out_adj_tan[o], p[o * n_in + j]);
+                st = clmad__hvp_mul_into(ctx, &io->in_adj_tan[j], io->out_adj_tan[o], p[o * n_in + j], 0);
         }
         if (st == CLMAD_OK)
             st = unbroadcast(ctx, &io->in_adj[j], node->inputs[j]);
@@ -169,11 +159,7 @@ static clmad_status product(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b
 static clmad_status product_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *x, clmad_tensor *y, int ta,
                                  int tb)
 {
-    if (!x || !y)
-        return CLMAD_OK;
-    clmad_tensor *m;
-    clmad_status st = product(ctx, x, y, ta, tb, &m);
-    return st == CLMAD_OK ? clmad__hvp_add_into(ctx, acc, m) : st;
+    return clmad__hvp_product_into(ctx, acc, product, x, y, ta, tb);
 }
 
 /* dA from (G, B): G op(B)^T, or op(B) G^T for a transposed A. */
@@ -213,11 +199,11 @@ static clmad_status dot_backward(clmad_context *ctx, clmad_node *node, clmad_hvp
         if (!io->want[j])
             continue;
         clmad_tensor *other = node->inputs[1 - j];
-        st = mul_into(ctx, &io->in_adj[j], other, io->out_adj[0]);
+        st = clmad__hvp_mul_into(ctx, &io->in_adj[j], other, io->out_adj[0], 0);
         if (st == CLMAD_OK)
-            st = mul_into(ctx, &io->in_adj_tan[j], other, io->out_adj_tan[0]);
+            st = clmad__hvp_mul_into(ctx, &io->in_adj_tan[j], other, io->out_adj_tan[0], 0);
         if (st == CLMAD_OK)
-            st = mul_into(ctx, &io->in_adj_tan[j], io->in_tan[1 - j], io->out_adj[0]);
+            st = clmad__hvp_mul_into(ctx, &io->in_adj_tan[j], io->in_tan[1 - j], io->out_adj[0], 0);
         if (st == CLMAD_OK)
             st = unbroadcast(ctx, &io->in_adj[j], node->inputs[j]);
         if (st == CLMAD_OK)

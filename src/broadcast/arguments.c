@@ -25,6 +25,15 @@ const char *clmad__input_type(const clmad_variant *v, int j)
     return v->integer[j] ? clmad__integer_type((clmad_dtype)v->integer[j]) : "T";
 }
 
+uint64_t clmad__divisor_magic(uint64_t d)
+{
+    uint64_t l = 0;
+    while (((uint64_t)1 << l) < d)
+        l++;
+    const uint64_t shift = 31 + l;
+    return (((uint64_t)1 << shift) + d - 1) / d | shift << 32;
+}
+
 static clmad_kernel_arg arg(clmad_arg_kind kind, int o, int s, int j, int d)
 {
     return (clmad_kernel_arg){(unsigned char)kind, (unsigned char)o, (unsigned char)s, (unsigned char)j,
@@ -88,6 +97,8 @@ int clmad__kernel_arguments(const clmad_variant *v, clmad_kernel_arg *args)
             if (v->access[j] == CLMAD_ACCESS_STRIDED)
                 for (int d = 0; d < v->nd; d++)
                     args[n++] = arg(CLMAD_ARG_STRIDE, 0, 0, j, d);
+        for (int d = 1; v->div_by_mul && d < v->nd; d++)
+            args[n++] = arg(CLMAD_ARG_DIVISOR, 0, 0, 0, d);
     }
     return n;
 }
@@ -111,6 +122,7 @@ static const struct {
     [CLMAD_ARG_DIM] = {", ulong clmad__dim%d", "d"},
     [CLMAD_ARG_STRIDE] = {", ulong clmad__s%d_%d", "jd"},
     [CLMAD_ARG_PARTIAL_T] = {",\n    __global real *restrict clmad__pt%d_%d", "os"},
+    [CLMAD_ARG_DIVISOR] = {", ulong clmad__div%d", "d"},
 };
 
 static int index_of(const clmad_kernel_arg *a, char which)

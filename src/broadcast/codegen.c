@@ -18,7 +18,7 @@ int clmad__variant_equal(const clmad_variant *a, const clmad_variant *b)
         a->n_outputs != b->n_outputs || a->K != b->K || a->nd != b->nd ||
         a->write_values != b->write_values || a->adj_mask != b->adj_mask ||
         a->adj_scalar != b->adj_scalar || a->adj_scaled != b->adj_scaled || a->items != b->items ||
-        a->row_runs != b->row_runs)
+        a->row_runs != b->row_runs || a->div_by_mul != b->div_by_mul)
         return 0;
     size_t n = (size_t)a->n_inputs, K = (size_t)a->K;
     return memcmp(a->access, b->access, n) == 0 && memcmp(a->integer, b->integer, n) == 0 &&

@@ -56,6 +56,9 @@ typedef struct clmad_variant {
     int row_runs;                       /* items > 1, strided inputs, and the last collapsed
                                            dimension holds at least `items`: index by rows
                                            (CLMAD_ROWS_*); 0: coordinates per element */
+    int div_by_mul;                     /* coordinates per element (items == 1, nd > 1) of
+                                           fewer than 2^31 elements: each division by a
+                                           dimension is a multiply-high (DIVISOR d) */
 } clmad_variant;
 
 /* The arguments of a generated kernel, in order: the one contract between
@@ -69,7 +72,8 @@ typedef struct clmad_variant {
  *   VJP and STORED: ADJ o for the outputs in adj_mask, each followed by its
  *     ADJ_SCALE where adj_scaled has its bit;  GRAD s;  VJP: INPUT j;
  *     STORED: STORED o s for the outputs in adj_mask (no inputs);
- *   when any input is strided: DIM d, then per strided input STRIDE j d. */
+ *   when any input is strided: DIM d, then per strided input STRIDE j d,
+ *     then with div_by_mul DIVISOR d for d = 1 .. nd - 1. */
 typedef enum clmad_arg_kind {
     CLMAD_ARG_COUNT,       /* ulong: elements of the output */
     CLMAD_ARG_VALUE,       /* output o's values (written) */
@@ -83,7 +87,8 @@ typedef enum clmad_arg_kind {
     CLMAD_ARG_TANGENT_IN,  /* input j's tangent */
     CLMAD_ARG_DIM,         /* ulong: collapsed dimension d */
     CLMAD_ARG_STRIDE,      /* ulong: input j's element stride over dimension d */
-    CLMAD_ARG_PARTIAL_T    /* SECOND: the directional derivative of PARTIAL o s (written) */
+    CLMAD_ARG_PARTIAL_T,   /* SECOND: the directional derivative of PARTIAL o s (written) */
+    CLMAD_ARG_DIVISOR      /* ulong: clmad__divisor_magic of collapsed dimension d */
 } clmad_arg_kind;
 
 typedef struct clmad_kernel_arg {
@@ -95,7 +100,15 @@ typedef struct clmad_kernel_arg {
  * fewer). */
 #define CLMAD_MAX_KERNEL_ARGS                                                          \
     (1 + CLMAD_MAX_OUTPUTS * (2 + 2 * CLMAD_MAX_INPUTS) + 2 * CLMAD_MAX_INPUTS + \
-     CLMAD_MAX_DIMS * (1 + CLMAD_MAX_INPUTS))
+     CLMAD_MAX_DIMS * (2 + CLMAD_MAX_INPUTS))
+
+/* The DIVISOR argument of a dimension d in [1, 2^31): m | shift << 32 with
+ * shift = 31 + l, 2^l >= d and m = ceil(2^shift / d) < 2^32, so that
+ * r / d == (r * m) >> shift for every r < 2^31 (m d - 2^shift < d <= 2^l:
+ * Granlund and Montgomery, PLDI 1994). A 32 x 32 -> 64-bit multiply and a
+ * shift, which vector units and GPUs do at full rate, where a 64-bit
+ * division is a scalar loop or a long library routine. */
+uint64_t clmad__divisor_magic(uint64_t d);
 
 /* Fills args (CLMAD_MAX_KERNEL_ARGS entries) with the arguments of the
  * kernel that v generates, in order; returns how many. */

@@ -14,7 +14,7 @@ static void emit_last_term(clmad_strbuf *sb, const clmad_variant *v, int j, cons
     if (v->last_step[j] == CLMAD_STEP_ONE)
         clmad__sb_printf(sb, "%s%s", sep, coord);
     else if (v->last_step[j] != CLMAD_STEP_ZERO)
-        clmad__sb_printf(sb, "%s%s * clmad__s%d_%d", sep, coord, j, v->nd - 1);
+        clmad__sb_printf(sb, "%s%s * %sclmad__s%d_%d", sep, coord, v->div_by_mul ? "(uint)" : "", j, v->nd - 1);
 }
 
 /* The index expression at which input j is read. */
@@ -39,7 +39,8 @@ static void emit_index(clmad_strbuf *sb, const clmad_variant *v, int j)
             break;
         }
         for (int d = 0; d < v->nd - 1; d++)
-            clmad__sb_printf(sb, "%sclmad__c%d * clmad__s%d_%d", d ? " + " : "", d, j, d);
+            clmad__sb_printf(sb, "%sclmad__c%d * %sclmad__s%d_%d", d ? " + " : "", d,
+                             v->div_by_mul ? "(uint)" : "", j, d);
         char coord[32];
         snprintf(coord, sizeof coord, "clmad__c%d", v->nd - 1);
         if (v->nd == 1 && v->last_step[j] == CLMAD_STEP_ZERO)
@@ -182,6 +183,18 @@ void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v)
                              "    const ulong clmad__cl = clmad__col0 + clmad__k - "
                              "(clmad__next_row ? clmad__dim%d : 0);\n",
                          L, L);
+    } else if (strided && v->div_by_mul) {
+        /* The same coordinates, each quotient a multiply-high by the
+         * dimension's DIVISOR (clmad__divisor_magic), in 32 bits: every
+         * index of the output and of the inputs (no larger) is below 2^31. */
+        clmad__sb_append(sb, "    uint clmad__r = (uint)clmad__e;\n");
+        for (int d = v->nd - 1; d > 0; d--)
+            clmad__sb_printf(sb, "    const uint clmad__q%d = (uint)(((ulong)clmad__r * (uint)clmad__div%d) >> "
+                                 "(uint)(clmad__div%d >> 32));\n"
+                                 "    const uint clmad__c%d = clmad__r - clmad__q%d * (uint)clmad__dim%d;\n"
+                                 "    clmad__r = clmad__q%d;\n",
+                             d, d, d, d, d, d, d);
+        clmad__sb_append(sb, "    const uint clmad__c0 = clmad__r;\n");
     } else if (strided) {
         /* Coordinates of e over the collapsed dimensions, last fastest. */
         clmad__sb_append(sb, "    ulong clmad__r = clmad__e;\n");

@@ -23,6 +23,8 @@ void clmad__bcast_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, c
         size_t last = plan->dims[plan->nd - 1], items = (size_t)v->items;
         v->row_runs = last % items == 0 ? CLMAD_ROWS_ALIGNED : last > items ? CLMAD_ROWS_CROSSING : 0;
     }
+    /* Coordinates per element: by multiply-high where every index fits 31 bits. */
+    v->div_by_mul = v->nd > 1 && !v->row_runs && plan->numel < ((size_t)1 << 31);
     for (int j = 0; j < k->n_inputs; j++) {
         v->access[j] = (char)plan->access[j];
         v->integer[j] = clmad__kernel_integer(k, j) ? (char)k->params[j].dtype : 0;
@@ -127,7 +129,7 @@ clmad_status clmad__bcast_launch(clmad_kernel *k, const clmad_variant *v, const 
     clmad_kernel_arg args[CLMAD_MAX_KERNEL_ARGS];
     size_t sizes[CLMAD_MAX_KERNEL_ARGS];
     const void *values[CLMAD_MAX_KERNEL_ARGS];
-    cl_ulong numbers[1 + CLMAD_MAX_DIMS * (1 + CLMAD_MAX_INPUTS)]; /* COUNT, DIM, STRIDE */
+    cl_ulong numbers[1 + CLMAD_MAX_DIMS * (2 + CLMAD_MAX_INPUTS)]; /* COUNT, DIM, STRIDE, DIVISOR */
     int n_numbers = 0;
     const int n = clmad__kernel_arguments(v, args);
     for (int i = 0; i < n; i++) {
@@ -139,9 +141,10 @@ clmad_status clmad__bcast_launch(clmad_kernel *k, const clmad_variant *v, const 
             continue;
         }
         cl_ulong *number = &numbers[n_numbers++];
-        *number = x->kind == CLMAD_ARG_COUNT ? plan->numel
-                  : x->kind == CLMAD_ARG_DIM ? plan->dims[x->d]
-                                             : plan->strides[x->j][x->d];
+        *number = x->kind == CLMAD_ARG_COUNT     ? plan->numel
+                  : x->kind == CLMAD_ARG_DIM     ? plan->dims[x->d]
+                  : x->kind == CLMAD_ARG_DIVISOR ? clmad__divisor_magic(plan->dims[x->d])
+                                                 : plan->strides[x->j][x->d];
         sizes[i] = sizeof *number;
         values[i] = number;
     }

@@ -354,6 +354,23 @@ static void expect_grads(clmad_context *ctx, clmad_tensor **p, double **ref, dou
     }
 }
 
+/* The gradient of sum(cell(z, zb, x, x, x, x)) for x under policy. */
+static void summed_gradient(clmad_context *ctx, lean_env *e, clmad_tensor *x, clmad_partials_policy policy,
+                            double *out)
+{
+    clmad_tensor *in[6] = {e->z, e->zb, x, x, x, x}, *y, *loss, *g;
+    CHECK_OK(ctx, clmad_set_partials_policy(ctx, policy));
+    clmad_tensor_zero_grad(x);
+    CHECK_OK(ctx, clmad_broadcast(ctx, e->cell, in, &y));
+    CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &loss));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    CHECK_OK(ctx, clmad_tensor_grad(x, &g));
+    CHECK_OK(ctx, clmad_tensor_read(g, out, M * N * sizeof(double)));
+    clmad_tensor_release(g);
+    clmad_tensor_release(y);
+    clmad_tensor_release(loss);
+}
+
 /* sum(cell) under STORE: the backward's adjoint is exactly 1, so the
  * stored partials become the gradients (no kernel but the seed's fill),
  * bitwise those RECOMPUTE forms; into gradients already there, and on a
@@ -388,31 +405,11 @@ Test(lean, summed_cell_takes_its_stored_partials_as_gradients)
     CHECK_OK(ctx, clmad_set_retain_tape(ctx, 0));
     clmad_tape_clear(ctx);
 
-    /* The same tensor as two active inputs: a sum of both partials, not one of them. */
-    clmad_tensor *same[6] = {e.z, e.zb, p[0], p[0], p[0], p[0]}, *y, *l;
-    CHECK_OK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_STORE));
-    clmad_tensor_zero_grad(p[0]);
-    CHECK_OK(ctx, clmad_broadcast(ctx, e.cell, same, &y));
-    CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &l));
-    CHECK_OK(ctx, clmad_backward(ctx, l, NULL));
-    clmad_tensor_release(y);
-    clmad_tensor_release(l);
-    clmad_tensor *g_store, *g_re;
-    CHECK_OK(ctx, clmad_tensor_grad(p[0], &g_store));
-    clmad_tensor_zero_grad(p[0]);
-    CHECK_OK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_RECOMPUTE));
-    CHECK_OK(ctx, clmad_broadcast(ctx, e.cell, same, &y));
-    CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &l));
-    CHECK_OK(ctx, clmad_backward(ctx, l, NULL));
-    clmad_tensor_release(y);
-    clmad_tensor_release(l);
-    CHECK_OK(ctx, clmad_tensor_grad(p[0], &g_re));
-    double hs[M * N], hr[M * N];
-    CHECK_OK(ctx, clmad_tensor_read(g_store, hs, sizeof hs));
-    CHECK_OK(ctx, clmad_tensor_read(g_re, hr, sizeof hr));
-    cr_expect_eq(memcmp(hs, hr, sizeof hs), 0, "one tensor as four inputs: STORE and RECOMPUTE differ");
-    clmad_tensor_release(g_store);
-    clmad_tensor_release(g_re);
+    /* One tensor as four active inputs: a sum of their partials, not one of them. */
+    double store[M * N], recompute[M * N];
+    summed_gradient(ctx, &e, p[0], CLMAD_PARTIALS_STORE, store);
+    summed_gradient(ctx, &e, p[0], CLMAD_PARTIALS_RECOMPUTE, recompute);
+    cr_expect_eq(memcmp(store, recompute, sizeof store), 0, "one tensor as four inputs: STORE and RECOMPUTE differ");
     gc_free(ref, 4);
     lean_teardown(&e, p);
     clmad_context_release(ctx);

@@ -244,7 +244,11 @@ Test(program_cache, embedded_sources_are_present)
  * context on dir; 1 when all of them were built. */
 static int build_every_internal_kernel(clmad_context *ctx, clmad_dtype dtype)
 {
+    clmad_device_info dev;
+    clmad_context_device(ctx, &dev);
     for (int id = 0; id < CLMAD_KERNEL_COUNT; id++) {
+        if (id == CLMAD_INDEX_CAST_F64 && !dev.fp64)
+            continue; /* index.cl has it only where cl_khr_fp64 is defined */
         cl_kernel k;
         if (clmad__cached_kernel(ctx, dtype, (clmad_kernel_id)id, &k) != CLMAD_OK)
             return 0;
@@ -267,6 +271,8 @@ Test(program_cache, internal_programs_are_stored_on_disk)
         clmad_options_init(&opt);
         opt.cache_dir = dir;
         int ok = clmad_context_create(&opt, &ctx) == CLMAD_OK && build_every_internal_kernel(ctx, CLMAD_F32);
+        if (!ok)
+            fprintf(stderr, "first process: %s\n", clmad_last_error(ctx));
         clmad_context_release(ctx);
         _exit(ok ? 0 : 1);
     }

@@ -183,9 +183,9 @@ def test_released_and_foreign_objects_raise(ctx):
 
 
 def test_tensors_keep_their_context_alive():
-    t = clmad.Context().tensor(np.arange(4.0))  # the context object has no other reference
+    t = clmad.Context().tensor(np.arange(4, dtype=np.float32))  # the context object has no other reference
     gc.collect()
-    np.testing.assert_array_equal((t * 2).numpy(), np.arange(4.0) * 2)
+    np.testing.assert_array_equal((t * 2).numpy(), np.arange(4, dtype=np.float32) * 2)
 
 
 def test_scope_releases_what_it_made(ctx):

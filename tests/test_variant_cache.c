@@ -100,9 +100,14 @@ Test(variant_cache, accumulate_flag_of_the_last_slot)
         clmad_tensor *three = bs_tensor(ctx, CLMAD_F32, 0, NULL, &three_h);
         char what[64];
 
+        /* An explicit seed: STORE then runs its kernel (overwrite) too,
+         * rather than taking the stored partials as the gradients. */
+        double one_h = 1;
+        clmad_tensor *one = bs_tensor(ctx, CLMAD_F32, 0, NULL, &one_h);
         clmad_tensor *loss = loss_of(ctx, k, x, three, 0);
-        CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+        CHECK_OK(ctx, clmad_backward(ctx, loss, one));
         clmad_tensor_release(loss);
+        clmad_tensor_release(one);
         snprintf(what, sizeof what, "policy %d, sum(f)", (int)policies[p]);
         check_grads(ctx, x, 0, what);
 

@@ -27,8 +27,9 @@ T cubic(T x, T a)                       /* y^3 + a y = x, a > 0: one real root *
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
 rng = np.random.default_rng(0)
 ctx = clmad.Context()
-if not ctx.device.fp64:  # the checks below are in float64
-    sys.exit(f"newton.py: skipped: {ctx.device.name} has no fp64")
+if not ctx.device.fp64:  # the checks below are in float64; 77: skipped, as the C examples
+    print(f"newton.py: skipped: {ctx.device.name} has no fp64", file=sys.stderr)
+    sys.exit(77)
 cubic = ctx.kernel(SOURCE, "cubic")
 x = ctx.tensor(rng.uniform(-5, 5, (n, 1)), requires_grad=True)     # a column of right-hand sides
 a = ctx.tensor(rng.uniform(0.5, 2, (1, 8)), requires_grad=True)    # a row of coefficients

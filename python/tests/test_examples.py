@@ -15,7 +15,7 @@ EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
 def test_example_runs_and_checks_itself(name, args):
     p = subprocess.run([sys.executable, os.path.join(EXAMPLES, name), *args], capture_output=True, text=True,
                        timeout=600)
-    if "skipped:" in p.stderr and "has no fp64" in p.stderr:
+    if p.returncode == 77:  # the example said why (a device without fp64)
         pytest.skip(p.stderr.strip())
     assert p.returncode == 0, p.stdout + p.stderr
 

@@ -57,7 +57,7 @@ static inline double **gc_backward(clmad_context *ctx, loss_builder build, void 
         grads[p] = calloc(m ? m : 1, sizeof(double));
         clmad_tensor *g;
         CHECK_OK(ctx, clmad_tensor_grad(params[p], &g));
-        cr_assert_not_null(g, "param %d received no gradient", p);
+        cr_assert_not_null(g, "%sparam %d received no gradient", test_case(), p);
         cr_assert_eq(clmad_tensor_numel(g), m);
         CHECK_OK(ctx, clmad_tensor_read(g, grads[p], m * sizeof(double)));
         clmad_tensor_release(g);
@@ -98,7 +98,7 @@ static inline void gc_check(clmad_context *ctx, loss_builder build, void *user, 
             x[i] = x0;
             double fd = (lp - lm) / (2 * h);
             cr_expect(fabs(grads[p][i] - fd) <= tol * fmax(1.0, fabs(fd)),
-                      "param %d element %zu: backward %.12g, finite differences %.12g", p, i,
+                      "%sparam %d element %zu: backward %.12g, finite differences %.12g", test_case(), p, i,
                       grads[p][i], fd);
         }
         CHECK_OK(ctx, clmad_tensor_write(params[p], x, m * sizeof *x));

@@ -2,6 +2,7 @@
 #include "support.h"
 
 #include <execinfo.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,26 @@ __attribute__((constructor)) static void install_crash_report(void)
 }
 #endif
 
+static char case_name[256];
+
+const char *test_case(void)
+{
+    return case_name;
+}
+
+void test_set_case(const char *fmt, ...)
+{
+    case_name[0] = '\0';
+    if (!fmt)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(case_name, sizeof case_name - 2, fmt, ap);
+    va_end(ap);
+    if (n >= 0)
+        strcat(case_name, ": ");
+}
+
 static int no_fp64_requested(void)
 {
     const char *v = getenv("CLMAD_TEST_NO_FP64");
@@ -60,7 +81,7 @@ int test_device_fp64(void)
 void test_skip_unsupported(clmad_status st, const char *message)
 {
     if (st == CLMAD_ERR_UNSUPPORTED && !test_device_fp64())
-        cr_skip_test("the test device has no fp64: %s", message ? message : "");
+        cr_skip_test("%sthe test device has no fp64: %s", case_name, message ? message : "");
 }
 
 clmad_context *test_context_with(const clmad_options *opt)

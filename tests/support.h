@@ -6,6 +6,15 @@
 #include <clmad.h>
 #include <criterion/criterion.h>
 
+/* Several cases in one Criterion test (a test is a process, and each costs
+ * seconds under valgrind): the case under way, "name: " (test_set_case), or
+ * "" outside one; CHECK_OK and REFUSED start their messages with it, and so
+ * should other messages of helpers the cases share. */
+const char *test_case(void);
+
+/* Names the case under way (printf-style; NULL for none). */
+void test_set_case(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Asserts that a clmad call succeeded, printing the context's message if not.
  * CLMAD_ERR_UNSUPPORTED on a test device without fp64 skips the rest of the
  * test instead (test_skip_unsupported): what ran before (an f32 half) has
@@ -14,18 +23,19 @@
     do {                                                                                 \
         clmad_status st_ = (call);                                                       \
         test_skip_unsupported(st_, clmad_last_error(ctx));                               \
-        cr_assert_eq(st_, CLMAD_OK, "%s -> %s: %s", #call, clmad_status_string(st_),     \
-                     clmad_last_error(ctx));                                             \
+        cr_assert_eq(st_, CLMAD_OK, "%s%s -> %s: %s", test_case(), #call,                \
+                     clmad_status_string(st_), clmad_last_error(ctx));                   \
     } while (0)
 
 /* Asserts that a clmad call failed with `status` and that the message
  * clmad_last_error(ctx) holds `needle`. */
-#define REFUSED(ctx, call, status, needle)                                                          \
-    do {                                                                                            \
-        clmad_status st_ = (call);                                                                  \
-        cr_assert_eq(st_, status, "%s -> %s: %s", #call, clmad_status_string(st_), clmad_last_error(ctx)); \
-        cr_assert(test_contains(clmad_last_error(ctx), needle), "%s: message \"%s\" lacks \"%s\"", #call, \
-                  clmad_last_error(ctx), needle);                                                   \
+#define REFUSED(ctx, call, status, needle)                                                           \
+    do {                                                                                             \
+        clmad_status st_ = (call);                                                                   \
+        cr_assert_eq(st_, status, "%s%s -> %s: %s", test_case(), #call, clmad_status_string(st_),    \
+                     clmad_last_error(ctx));                                                         \
+        cr_assert(test_contains(clmad_last_error(ctx), needle), "%s%s: message \"%s\" lacks \"%s\"", \
+                  test_case(), #call, clmad_last_error(ctx), needle);                                \
     } while (0)
 
 /* 1 if the test device has fp64: the device clmad_context_create picks

@@ -4,7 +4,9 @@
  * as rows (1, cols), columns (rows, 1) or full (rows, cols). Values and the
  * partials of c, f, i, g are checked against a hand-derived host reference in
  * double, with the exact zeros and ones of the branch structure; the primal
- * kernel and chunked dual kernels must agree bitwise with the unchunked one. */
+ * kernel and chunked dual kernels must agree bitwise with the unchunked one.
+ * The cases run in three Criterion tests (end of file): a test is a
+ * process, and a process per case cost seconds each under valgrind. */
 #include "bcast_support.h"
 
 static const char *CELL_SRC =
@@ -114,7 +116,7 @@ static void run_and_check(cell_case *cc, const int *active, double tol, clmad_te
     for (int j = 0; j < N_IN; j++) {
         int act = !active || active[j];
         if (!act) {
-            cr_assert_null(parts[j], "partial of inactive input %d must be NULL", j);
+            cr_assert_null(parts[j], "%spartial of inactive input %d must be NULL", test_case(), j);
             continue;
         }
         d[j] = bs_read(ctx, parts[j], cc->dtype, 2, out_shape);
@@ -132,14 +134,14 @@ static void run_and_check(cell_case *cc, const int *active, double tol, clmad_te
         /* The controls are only branched on: their partials are exactly 0. */
         for (int j = IN_Z; j <= IN_ZB; j++)
             if (d[j])
-                cr_assert_eq(d[j][e], 0.0, "element %zu (%s): d/d%s = %g, expected exactly 0", e,
-                             bname, j == IN_Z ? "z" : "zb", d[j][e]);
+                cr_assert_eq(d[j][e], 0.0, "%selement %zu (%s): d/d%s = %g, expected exactly 0", test_case(),
+                             e, bname, j == IN_Z ? "z" : "zb", d[j][e]);
         if (br == COPY) {
-            cr_assert_eq(val[e], x[IN_C], "element %zu (COPY): value %.17g, expected c = %.17g", e,
-                         val[e], x[IN_C]);
+            cr_assert_eq(val[e], x[IN_C], "%selement %zu (COPY): value %.17g, expected c = %.17g",
+                         test_case(), e, val[e], x[IN_C]);
         } else {
-            cr_assert(bs_close(val[e], ry, tol), "element %zu (%s): value %.17g, expected %.17g", e,
-                      bname, val[e], ry);
+            cr_assert(bs_close(val[e], ry, tol), "%selement %zu (%s): value %.17g, expected %.17g",
+                      test_case(), e, bname, val[e], ry);
         }
         for (int j = IN_C; j < N_IN; j++) {
             if (!d[j])
@@ -147,17 +149,17 @@ static void run_and_check(cell_case *cc, const int *active, double tol, clmad_te
             double want = rd[j - IN_C];
             static const char *names[N_IN] = {"z", "zb", "c", "f", "i", "g"};
             if (want == 0.0 || want == 1.0)  /* structural zeros and COPY's 1 are exact */
-                cr_assert_eq(d[j][e], want, "element %zu (%s): d/d%s = %.17g, expected exactly %g", e,
-                             bname, names[j], d[j][e], want);
+                cr_assert_eq(d[j][e], want, "%selement %zu (%s): d/d%s = %.17g, expected exactly %g",
+                             test_case(), e, bname, names[j], d[j][e], want);
             else
-                cr_assert(bs_close(d[j][e], want, tol), "element %zu (%s): d/d%s = %.17g, expected %.17g",
-                          e, bname, names[j], d[j][e], want);
+                cr_assert(bs_close(d[j][e], want, tol), "%selement %zu (%s): d/d%s = %.17g, expected %.17g",
+                          test_case(), e, bname, names[j], d[j][e], want);
         }
     }
     /* The random controls must exercise every branch. */
-    cr_assert_gt(count[FLUSH], 0);
-    cr_assert_gt(count[COPY], 0);
-    cr_assert_gt(count[UPDATE], 0);
+    cr_assert_gt(count[FLUSH], 0, "%sno element takes FLUSH", test_case());
+    cr_assert_gt(count[COPY], 0, "%sno element takes COPY", test_case());
+    cr_assert_gt(count[UPDATE], 0, "%sno element takes UPDATE", test_case());
     free(val);
     for (int j = 0; j < N_IN; j++)
         free(d[j]);
@@ -181,7 +183,8 @@ static void cell_full_check(clmad_dtype dtype, ctrl_kind zk, ctrl_kind zbk, uint
     /* clmad_broadcast gives the same values, bitwise. */
     clmad_tensor *yp = NULL;
     CHECK_OK(ctx, clmad_broadcast(ctx, k, cc.in, &yp));
-    cr_assert(bs_bitwise_equal(ctx, yp, y), "clmad_broadcast and clmad_broadcast_partials values differ");
+    cr_assert(bs_bitwise_equal(ctx, yp, y), "%sclmad_broadcast and clmad_broadcast_partials values differ",
+              test_case());
     clmad_tensor_release(yp);
 
     /* Chunking: the same partials whatever the cap. */
@@ -190,10 +193,10 @@ static void cell_full_check(clmad_dtype dtype, ctrl_kind zk, ctrl_kind zbk, uint
         cr_assert_eq(clmad_chunk_cap(ctx), cap);
         clmad_tensor *yc = NULL, *pc[N_IN];
         CHECK_OK(ctx, clmad_broadcast_partials(ctx, k, cc.in, active, &yc, pc));
-        cr_assert(bs_bitwise_equal(ctx, yc, y), "cap %d: values differ from the unchunked run", cap);
+        cr_assert(bs_bitwise_equal(ctx, yc, y), "%scap %d: values differ from the unchunked run", test_case(), cap);
         for (int j = 0; j < N_IN; j++) {
             if (!active[j]) {
-                cr_assert_null(pc[j], "cap %d: partial of inactive input %d must be NULL", cap, j);
+                cr_assert_null(pc[j], "%scap %d: partial of inactive input %d must be NULL", test_case(), cap, j);
                 continue;
             }
             cr_assert(bs_bitwise_equal(ctx, pc[j], parts[j]),
@@ -211,18 +214,10 @@ static void cell_full_check(clmad_dtype dtype, ctrl_kind zk, ctrl_kind zbk, uint
     clmad_context_release(ctx);
 }
 
-Test(broadcast_cell, f32_row_controls) { cell_full_check(CLMAD_F32, CTRL_ROW, CTRL_ROW, 11); }
-Test(broadcast_cell, f32_column_controls) { cell_full_check(CLMAD_F32, CTRL_COL, CTRL_COL, 12); }
-Test(broadcast_cell, f32_full_controls) { cell_full_check(CLMAD_F32, CTRL_FULL, CTRL_FULL, 13); }
-Test(broadcast_cell, f32_row_and_column_controls) { cell_full_check(CLMAD_F32, CTRL_ROW, CTRL_COL, 14); }
-Test(broadcast_cell, f64_row_controls) { cell_full_check(CLMAD_F64, CTRL_ROW, CTRL_ROW, 21); }
-Test(broadcast_cell, f64_column_controls) { cell_full_check(CLMAD_F64, CTRL_COL, CTRL_COL, 22); }
-Test(broadcast_cell, f64_full_controls) { cell_full_check(CLMAD_F64, CTRL_FULL, CTRL_FULL, 23); }
-
 /* active = NULL (every input, K = 6): the controls get partials too, and they
  * are exactly 0 because branching on ad_val has no delta term; the partials of
  * c, f, i, g equal those of the run with the controls inactive, bitwise. */
-Test(broadcast_cell, all_active_controls_have_zero_partials)
+static void all_active_controls_have_zero_partials(void)
 {
     clmad_context *ctx = test_context();
     clmad_kernel *k = NULL;
@@ -237,8 +232,8 @@ Test(broadcast_cell, all_active_controls_have_zero_partials)
         CHECK_OK(ctx, clmad_broadcast_partials(ctx, k, cc.in, active, &y4, parts4));
         cr_assert(bs_bitwise_equal(ctx, y, y4));
         for (int j = IN_C; j < N_IN; j++)
-            cr_assert(bs_bitwise_equal(ctx, parts[j], parts4[j]), "%s: partial %d differs between K = 6 and K = 4",
-                      dt ? "f64" : "f32", j);
+            cr_assert(bs_bitwise_equal(ctx, parts[j], parts4[j]), "%s%s: partial %d differs between K = 6 and K = 4",
+                      test_case(), dt ? "f64" : "f32", j);
         clmad_tensor_release(y);
         clmad_tensor_release(y4);
         bs_release_all(parts, N_IN);
@@ -251,7 +246,7 @@ Test(broadcast_cell, all_active_controls_have_zero_partials)
 
 /* Only some of c, f, i, g active, in f64: each active partial still matches
  * the reference and the others are NULL. */
-Test(broadcast_cell, partial_activity_f64)
+static void partial_activity_f64(void)
 {
     clmad_context *ctx = test_context();
     clmad_kernel *k = NULL;
@@ -268,4 +263,32 @@ Test(broadcast_cell, partial_activity_f64)
     }
     clmad_kernel_release(k);
     clmad_context_release(ctx);
+}
+
+/* ---- the tests ------------------------------------------------------------ */
+
+/* Runs one case, its name in the messages of CHECK_OK and the checks above. */
+#define RUN_CASE(name, call) (test_set_case("%s", name), call, test_set_case(NULL))
+
+Test(broadcast_cell, f32_cases)
+{
+    RUN_CASE("f32_row_controls", cell_full_check(CLMAD_F32, CTRL_ROW, CTRL_ROW, 11));
+    RUN_CASE("f32_column_controls", cell_full_check(CLMAD_F32, CTRL_COL, CTRL_COL, 12));
+    RUN_CASE("f32_full_controls", cell_full_check(CLMAD_F32, CTRL_FULL, CTRL_FULL, 13));
+    RUN_CASE("f32_row_and_column_controls", cell_full_check(CLMAD_F32, CTRL_ROW, CTRL_COL, 14));
+}
+
+/* A test of its own, with no case name: test_broadcast_cell_no_fp64
+ * (tests/CMakeLists.txt) looks for its skip, "[SKIP]
+ * broadcast_cell::f64_full_controls: the test device has no fp64". */
+Test(broadcast_cell, f64_full_controls) { cell_full_check(CLMAD_F64, CTRL_FULL, CTRL_FULL, 23); }
+
+/* all_active_controls_have_zero_partials first: a device without fp64
+ * runs its f32 half, then skips the rest at its f64 half. */
+Test(broadcast_cell, f64_cases)
+{
+    RUN_CASE("all_active_controls_have_zero_partials", all_active_controls_have_zero_partials());
+    RUN_CASE("f64_row_controls", cell_full_check(CLMAD_F64, CTRL_ROW, CTRL_ROW, 21));
+    RUN_CASE("f64_column_controls", cell_full_check(CLMAD_F64, CTRL_COL, CTRL_COL, 22));
+    RUN_CASE("partial_activity_f64", partial_activity_f64());
 }

@@ -5,7 +5,9 @@
  * under STORE and RECOMPUTE (and chunked), JVP and partials against closed
  * forms, second order (clmad_broadcast_second against closed forms, clmad_hvp
  * against central differences of gradients) and the refusals (status,
- * message naming the parameter). */
+ * message naming the parameter). The cases are functions run by one
+ * Criterion test (end of file): a test is a process, and a process per
+ * case cost seconds each under valgrind. */
 #include "gradcheck.h"
 
 #include <math.h>
@@ -23,8 +25,8 @@ static clmad_tensor *int_tensor(clmad_context *ctx, clmad_dtype dtype, int ndim,
 static void expect_close(const double *got, const double *want, size_t n, double tol, const char *what)
 {
     for (size_t i = 0; i < n; i++)
-        cr_assert(fabs(got[i] - want[i]) <= tol * fmax(1, fabs(want[i])), "%s, element %zu: %.17g, host %.17g",
-                  what, i, got[i], want[i]);
+        cr_assert(fabs(got[i] - want[i]) <= tol * fmax(1, fabs(want[i])), "%s%s, element %zu: %.17g, host %.17g",
+                  test_case(), what, i, got[i], want[i]);
 }
 
 /* A kernel's inputs with the T ones taken from params (in order) and the
@@ -71,7 +73,7 @@ static void release_env(env *e)
 
 static const char *const EXAMPLE_SRC = "T f(T x, int label) { if (label == 2) return x * x; return x + 1; }\n";
 
-Test(broadcast_int_params, int_label_values_and_gradients)
+static void int_label_values_and_gradients(void)
 {
     clmad_context *ctx = test_context();
     unsigned seed = 3;
@@ -116,7 +118,7 @@ static double three_host(double x, int64_t c, double y)
     return c == 0 ? x * y : c == 1 ? exp(x) - y : sin(x * y);
 }
 
-Test(broadcast_int_params, long_label_three_way_branch)
+static void long_label_three_way_branch(void)
 {
     clmad_context *ctx = test_context();
     unsigned seed = 5;
@@ -205,7 +207,7 @@ static const char *const MASK_SRC = "T h(uchar m, T x)\n"
                                     "    return -x;\n"
                                     "}\n";
 
-Test(broadcast_int_params, uchar_mask)
+static void uchar_mask(void)
 {
     clmad_context *ctx = test_context();
     unsigned seed = 7;
@@ -251,7 +253,7 @@ Test(broadcast_int_params, uchar_mask)
 
 /* ---- an I32 label per row, (n, 1) against (n, m) ------------------------ */
 
-Test(broadcast_int_params, int_label_broadcast_along_rows)
+static void int_label_broadcast_along_rows(void)
 {
     clmad_context *ctx = test_context();
     unsigned seed = 11;
@@ -292,7 +294,7 @@ static const char *const MANY_SRC = "T many(T a, int s, T b, T c, long t, T d, T
                                     "    return r;\n"
                                     "}\n";
 
-Test(broadcast_int_params, chunked_gradients)
+static void chunked_gradients(void)
 {
     clmad_context *ctx = test_context();
     CHECK_OK(ctx, clmad_set_chunk_cap(ctx, 2)); /* five T inputs: three chunks */
@@ -370,7 +372,7 @@ static clmad_status two_loss(clmad_context *ctx, clmad_tensor **p, void *user, c
     return st;
 }
 
-Test(broadcast_int_params, several_outputs)
+static void several_outputs(void)
 {
     clmad_context *ctx = test_context();
     unsigned seed = 17;
@@ -411,7 +413,7 @@ Test(broadcast_int_params, several_outputs)
 
 /* ---- second order through an integer label: nested duals and clmad_hvp -- */
 
-Test(broadcast_int_params, second_skips_the_integer_parameter)
+static void second_skips_the_integer_parameter(void)
 {
     clmad_context *ctx = test_context();
     unsigned seed = 11;
@@ -499,11 +501,11 @@ static void host_gradients(clmad_context *ctx, env *e, const size_t *shape, cons
     clmad_tensor_release(p[1]);
 }
 
-Test(broadcast_int_params, hvp_through_an_integer_label_against_differences_of_gradients)
+static void hvp_through_an_integer_label_against_differences_of_gradients(void)
 {
     clmad_context *ctx = test_context();
     if (!test_device_fp64())
-        cr_skip_test("the device has no fp64");
+        cr_skip_test("%sthe device has no fp64", test_case());
     size_t shape[1] = {9};
     const int64_t lab[9] = {0, 1, 2, 2, 1, 0, 0, 1, 2};
     env e = {.n_in = 3};
@@ -551,7 +553,7 @@ Test(broadcast_int_params, hvp_through_an_integer_label_against_differences_of_g
 
 /* ---- refusals ------------------------------------------------------------ */
 
-Test(broadcast_int_params, wrong_tensors_are_refused)
+static void wrong_tensors_are_refused(void)
 {
     clmad_context *ctx = test_context();
     size_t shape[1] = {4};
@@ -601,7 +603,7 @@ static void expect_create_error(clmad_context *ctx, const char *src, const char 
     cr_assert_null(k);
 }
 
-Test(broadcast_int_params, wrong_signatures_are_refused_at_create)
+static void wrong_signatures_are_refused_at_create(void)
 {
     clmad_context *ctx = test_context();
     expect_create_error(ctx, "int f(T x, int label) { return label; }\n", "f", 2, 1,
@@ -617,4 +619,25 @@ Test(broadcast_int_params, wrong_signatures_are_refused_at_create)
     expect_create_error(ctx, "T f(int a, long b) { return a + b; }\n", "f", 2, 1,
                         "source:1:3: error: f has no T input");
     clmad_context_release(ctx);
+}
+
+/* ---- the test ------------------------------------------------------------- */
+
+/* Runs one case, its name in the messages of CHECK_OK, REFUSED and gc_check. */
+#define RUN_CASE(c) (test_set_case("%s", #c), c(), test_set_case(NULL))
+
+/* The signatures first: every other case needs fp64, and a device without
+ * it skips the rest at the first f64 tensor. */
+Test(broadcast_int_params, all_cases)
+{
+    RUN_CASE(wrong_signatures_are_refused_at_create);
+    RUN_CASE(int_label_values_and_gradients);
+    RUN_CASE(long_label_three_way_branch);
+    RUN_CASE(uchar_mask);
+    RUN_CASE(int_label_broadcast_along_rows);
+    RUN_CASE(chunked_gradients);
+    RUN_CASE(several_outputs);
+    RUN_CASE(second_skips_the_integer_parameter);
+    RUN_CASE(hvp_through_an_integer_label_against_differences_of_gradients);
+    RUN_CASE(wrong_tensors_are_refused);
 }

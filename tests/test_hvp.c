@@ -15,6 +15,9 @@
  *   - closed forms of H v for softmax and logsumexp on a vector;
  *   - symmetry, u . H v = v . H u, over random programs;
  *   - a closed form through gather, a consumed tape, and bad arguments.
+ * The cases are functions run by one Criterion test (end of file): a test
+ * is a process, and a process per case cost seconds each under valgrind
+ * (CLBlast's kernels loaded again in each, among others).
  */
 #include "support.h"
 
@@ -43,7 +46,10 @@ static size_t numel(const problem *pb, int k)
     return n;
 }
 
-static uint64_t rng_state = 12345;
+/* Reset before each case (RUN_CASE): each draws what it drew in a process
+ * of its own. */
+#define RNG_SEED 12345
+static uint64_t rng_state = RNG_SEED;
 static double uniform(void) /* in [-1, 1) */
 {
     rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -69,7 +75,7 @@ static void gradient(clmad_context *ctx, const problem *pb, double *const *x, do
     for (int k = 0; k < pb->n; k++) {
         clmad_tensor *gr;
         CHECK_OK(ctx, clmad_tensor_grad(p[k], &gr));
-        cr_assert_not_null(gr, "parameter %d has a gradient", k);
+        cr_assert_not_null(gr, "%sparameter %d has a gradient", test_case(), k);
         CHECK_OK(ctx, clmad_tensor_read(gr, g[k], numel(pb, k) * sizeof(double)));
         clmad_tensor_release(gr);
         clmad_tensor_release(p[k]);
@@ -121,7 +127,7 @@ static void check_against_differences_at(clmad_context *ctx, const problem *pb, 
                                          double tol)
 {
     if (!test_device_fp64())
-        cr_skip_test("the device has no fp64");
+        cr_skip_test("%sthe device has no fp64", test_case());
     double **x = alloc_set(pb, 1), **v = alloc_set(pb, 1), **hv = alloc_set(pb, 0);
     double **xp = alloc_set(pb, 0), **xm = alloc_set(pb, 0), **gp = alloc_set(pb, 0), **gm = alloc_set(pb, 0);
     for (int k = 0; k < pb->n; k++)
@@ -224,14 +230,14 @@ static clmad_status mlp(clmad_context *ctx, clmad_tensor **p, void *env, clmad_t
 
 static const problem MLP = {mlp, NULL, 4, {2, 1, 2, 1}, {{MI, MH}, {MH}, {MH, MO}, {MO}}};
 
-Test(hvp, mlp_against_differences_of_gradients)
+static void mlp_against_differences_of_gradients(void)
 {
     clmad_context *ctx = test_context();
     check_against_differences(ctx, &MLP, "MLP");
     clmad_context_release(ctx);
 }
 
-Test(hvp, mlp_with_mse_loss_against_differences_of_gradients)
+static void mlp_with_mse_loss_against_differences_of_gradients(void)
 {
     clmad_context *ctx = test_context();
     problem pb = MLP;
@@ -240,7 +246,7 @@ Test(hvp, mlp_with_mse_loss_against_differences_of_gradients)
     clmad_context_release(ctx);
 }
 
-Test(hvp, mlp_with_softmax_cross_entropy_against_differences_of_gradients)
+static void mlp_with_softmax_cross_entropy_against_differences_of_gradients(void)
 {
     clmad_context *ctx = test_context();
     problem pb = MLP; /* MO = 3 classes */
@@ -293,7 +299,7 @@ static clmad_status cell_model(clmad_context *ctx, clmad_tensor **p, void *env, 
     return st;
 }
 
-Test(hvp, hmlstm_cell_against_differences_of_gradients)
+static void hmlstm_cell_against_differences_of_gradients(void)
 {
     clmad_context *ctx = test_context();
     clmad_kernel *k;
@@ -326,7 +332,7 @@ static clmad_status loop_model(clmad_context *ctx, clmad_tensor **p, void *env, 
     return st;
 }
 
-Test(hvp, data_dependent_loop_against_differences_of_gradients)
+static void data_dependent_loop_against_differences_of_gradients(void)
 {
     clmad_context *ctx = test_context();
     clmad_kernel *k;
@@ -370,7 +376,7 @@ static clmad_status shape_model(clmad_context *ctx, clmad_tensor **p, void *env,
     return st;
 }
 
-Test(hvp, shape_operations_and_dot_against_differences_of_gradients)
+static void shape_operations_and_dot_against_differences_of_gradients(void)
 {
     clmad_context *ctx = test_context();
     problem pb = {shape_model, NULL, 1, {2}, {{3, 4}}};
@@ -421,22 +427,22 @@ static void check_axis_cases(int op, const char *name)
     clmad_context_release(ctx);
 }
 
-Test(hvp, max_against_differences_of_gradients)
+static void max_against_differences_of_gradients(void)
 {
     check_axis_cases(0, "clmad_max");
 }
 
-Test(hvp, logsumexp_against_differences_of_gradients)
+static void logsumexp_against_differences_of_gradients(void)
 {
     check_axis_cases(1, "clmad_logsumexp");
 }
 
-Test(hvp, softmax_against_differences_of_gradients)
+static void softmax_against_differences_of_gradients(void)
 {
     check_axis_cases(2, "clmad_softmax");
 }
 
-Test(hvp, log_softmax_against_differences_of_gradients)
+static void log_softmax_against_differences_of_gradients(void)
 {
     check_axis_cases(3, "clmad_log_softmax");
 }
@@ -445,11 +451,11 @@ Test(hvp, log_softmax_against_differences_of_gradients)
  *   c . softmax(x):  H v = s (c - cbar) (v - s.v) - s (s . ((c - cbar) v)),
  *                    cbar = s . c (the derivative of s (c - cbar));
  *   logsumexp(x):    H v = s v - s (s . v). */
-Test(hvp, softmax_and_logsumexp_closed_forms)
+static void softmax_and_logsumexp_closed_forms(void)
 {
     clmad_context *ctx = test_context();
     if (!test_device_fp64())
-        cr_skip_test("the device has no fp64");
+        cr_skip_test("%sthe device has no fp64", test_case());
     enum { N = 5 };
     const size_t n = N;
     double hx[N], hc[N], hv[N], s[N], got[N];
@@ -530,7 +536,7 @@ static clmad_status matmul_nd_model(clmad_context *ctx, clmad_tensor **p, void *
     return st;
 }
 
-Test(hvp, matmul_with_broadcast_batches_and_vectors_against_differences_of_gradients)
+static void matmul_with_broadcast_batches_and_vectors_against_differences_of_gradients(void)
 {
     clmad_context *ctx = test_context();
     problem pb = {matmul_nd_model, NULL, 4, {2, 2, 1, 1}, {{6, 4}, {12, 5}, {5}, {3}}};
@@ -580,7 +586,7 @@ static clmad_status index_model(clmad_context *ctx, clmad_tensor **p, void *env,
     return st;
 }
 
-Test(hvp, index_operations_against_differences_of_gradients)
+static void index_operations_against_differences_of_gradients(void)
 {
     clmad_context *ctx = test_context();
     problem pb = {index_model, NULL, 2, {2, 2}, {{5, 3}, {8, 5}}};
@@ -608,7 +614,7 @@ static clmad_status cast_model(clmad_context *ctx, clmad_tensor **p, void *env, 
     return st;
 }
 
-Test(hvp, cast_through_f32_against_differences_of_gradients)
+static void cast_through_f32_against_differences_of_gradients(void)
 {
     clmad_context *ctx = test_context();
     problem pb = {cast_model, NULL, 2, {2, 1}, {{3, 4}, {4}}};
@@ -674,11 +680,11 @@ static clmad_status random_program(clmad_context *ctx, clmad_tensor **p, void *e
     return st;
 }
 
-Test(hvp, symmetric_over_random_programs)
+static void symmetric_over_random_programs(void)
 {
     clmad_context *ctx = test_context();
     if (!test_device_fp64())
-        cr_skip_test("the device has no fp64");
+        cr_skip_test("%sthe device has no fp64", test_case());
     clmad_kernel *k;
     CHECK_OK(ctx, clmad_kernel_create(ctx,
                                       "T mix(T a, T b) { return ad_gt(a, b) ? ad_mul(ad_sin(a), b) : "
@@ -720,7 +726,7 @@ Test(hvp, symmetric_over_random_programs)
 /* Every operation that records on the tape has its rules, so no tape can
  * be built that clmad_hvp refuses by name; here the closed form through
  * gather, which had none before, and a tape consumed by backward. */
-Test(hvp, gather_closed_form_then_a_consumed_tape)
+static void gather_closed_form_then_a_consumed_tape(void)
 {
     clmad_context *ctx = test_context();
     const size_t n = 4;
@@ -756,7 +762,7 @@ Test(hvp, gather_closed_form_then_a_consumed_tape)
     clmad_context_release(ctx);
 }
 
-Test(hvp, bad_arguments)
+static void bad_arguments(void)
 {
     clmad_context *ctx = test_context();
     const size_t n = 4, m = 3;
@@ -791,7 +797,7 @@ Test(hvp, bad_arguments)
 }
 
 /* An empty axis: logsumexp is -inf over it, and H v is empty. */
-Test(hvp, axis_operations_over_an_empty_axis)
+static void axis_operations_over_an_empty_axis(void)
 {
     clmad_context *ctx = test_context();
     const size_t shape[2] = {2, 0};
@@ -817,4 +823,34 @@ Test(hvp, axis_operations_over_an_empty_axis)
     clmad_tensor_release(x);
     clmad_tensor_release(v);
     clmad_context_release(ctx);
+}
+
+/* ---- the test ------------------------------------------------------------- */
+
+/* Runs one case from the first random draw, its name in the messages of
+ * CHECK_OK and gradient(). */
+#define RUN_CASE(c) (rng_state = RNG_SEED, test_set_case("%s", #c), c(), test_set_case(NULL))
+
+/* The f32 cases first: a device without fp64 skips the rest at the first
+ * f64 call. */
+Test(hvp, all_cases)
+{
+    RUN_CASE(gather_closed_form_then_a_consumed_tape);
+    RUN_CASE(bad_arguments);
+    RUN_CASE(axis_operations_over_an_empty_axis);
+    RUN_CASE(mlp_against_differences_of_gradients);
+    RUN_CASE(mlp_with_mse_loss_against_differences_of_gradients);
+    RUN_CASE(mlp_with_softmax_cross_entropy_against_differences_of_gradients);
+    RUN_CASE(hmlstm_cell_against_differences_of_gradients);
+    RUN_CASE(data_dependent_loop_against_differences_of_gradients);
+    RUN_CASE(shape_operations_and_dot_against_differences_of_gradients);
+    RUN_CASE(max_against_differences_of_gradients);
+    RUN_CASE(logsumexp_against_differences_of_gradients);
+    RUN_CASE(softmax_against_differences_of_gradients);
+    RUN_CASE(log_softmax_against_differences_of_gradients);
+    RUN_CASE(softmax_and_logsumexp_closed_forms);
+    RUN_CASE(matmul_with_broadcast_batches_and_vectors_against_differences_of_gradients);
+    RUN_CASE(index_operations_against_differences_of_gradients);
+    RUN_CASE(cast_through_f32_against_differences_of_gradients);
+    RUN_CASE(symmetric_over_random_programs);
 }

@@ -4,7 +4,9 @@
  * get_global_id, ulong, __kernel) and is named clmad__bcast_*; its
  * parameters and locals are clmad__*, so that user macros (#define e
  * 2.718f) and functions (a kernel function named e, n or r, helpers named
- * like the old kernels) compile and run, bit for bit as without them. */
+ * like the old kernels) compile and run, bit for bit as without them.
+ * The cases run in one Criterion test (end of file): a test is a process,
+ * and a process per case cost seconds each under valgrind. */
 #include "bcast_support.h"
 #include "internal.h"
 
@@ -83,7 +85,7 @@ static void check_wrapper_names(const clmad_variant *v, const char *what)
     clmad__sb_free(&sb);
 }
 
-Test(kernel_names, every_generated_identifier_is_reserved)
+static void every_generated_identifier_is_reserved(void)
 {
     const clmad_mode modes[] = {CLMAD_MODE_PRIMAL, CLMAD_MODE_PARTIALS, CLMAD_MODE_JVP, CLMAD_MODE_VJP,
                                 CLMAD_MODE_STORED};
@@ -206,8 +208,8 @@ static void run_named(clmad_context *ctx, clmad_kernel *k, const named_source *s
     double *vy = bs_read(ctx, y, CLMAD_F32, 2, sx);
     for (size_t i = 0; i < nx; i++) {
         double want = 3 * hx[i] * hy[i % cols] + s->c;
-        cr_assert(bs_close(vy[i], want, 1e-5), "%s, %zux%zu, policy %d: f at %zu = %.9g, expected %.9g", s->fn,
-                  rows, cols, (int)policy, i, vy[i], want);
+        cr_assert(bs_close(vy[i], want, 1e-5), "%s%s, %zux%zu, policy %d: f at %zu = %.9g, expected %.9g",
+                  test_case(), s->fn, rows, cols, (int)policy, i, vy[i], want);
     }
     CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &loss));
     CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
@@ -215,14 +217,14 @@ static void run_named(clmad_context *ctx, clmad_kernel *k, const named_source *s
     CHECK_OK(ctx, clmad_tensor_grad(in[1], &gy));
     double *vgx = bs_read(ctx, gx, CLMAD_F32, 2, sx), *vgy = bs_read(ctx, gy, CLMAD_F32, 1, sy);
     for (size_t i = 0; i < nx; i++)
-        cr_assert(bs_close(vgx[i], 3 * hy[i % cols], 1e-5), "%s, policy %d: d/dx at %zu = %.9g, expected %.9g",
-                  s->fn, (int)policy, i, vgx[i], 3 * hy[i % cols]);
+        cr_assert(bs_close(vgx[i], 3 * hy[i % cols], 1e-5), "%s%s, policy %d: d/dx at %zu = %.9g, expected %.9g",
+                  test_case(), s->fn, (int)policy, i, vgx[i], 3 * hy[i % cols]);
     for (size_t c = 0; c < cols; c++) {
         double want = 0;
         for (size_t r = 0; r < rows; r++)
             want += 3 * hx[r * cols + c];
-        cr_assert(bs_close(vgy[c], want, 1e-5), "%s, policy %d: d/dy at %zu = %.9g, expected %.9g", s->fn,
-                  (int)policy, c, vgy[c], want);
+        cr_assert(bs_close(vgy[c], want, 1e-5), "%s%s, policy %d: d/dy at %zu = %.9g, expected %.9g",
+                  test_case(), s->fn, (int)policy, c, vgy[c], want);
     }
     free(vgx), free(vgy), free(vy), free(hx), free(hy);
     clmad_tensor *all[] = {y, loss, gx, gy, in[0], in[1]};
@@ -231,7 +233,7 @@ static void run_named(clmad_context *ctx, clmad_kernel *k, const named_source *s
 
 /* Shapes (3, 5) + (5,): coordinates per element; (3, 40) + (40,): runs of
  * elements that cross rows (POCL runs 32 elements per work-item). */
-Test(kernel_names, user_names_like_the_old_generated_ones)
+static void user_names_like_the_old_generated_ones(void)
 {
     clmad_context *ctx = test_context();
     for (size_t i = 0; i < sizeof SOURCES / sizeof *SOURCES; i++) {
@@ -323,39 +325,48 @@ static void run_bits(clmad_context *ctx, clmad_kernel *k, int layout, clmad_part
     /* The plain kernel itself is right: 3 x y at a few elements. */
     for (size_t i = 0; i < n[0]; i += 7) {
         double want = 3 * hx[i] * hy[layout == 2 ? i / 40 : i % n[2]];
-        cr_assert(bs_close(out[0][i], want, 1e-5), "layout %d: f at %zu = %.9g, expected %.9g", layout, i,
-                  out[0][i], want);
+        cr_assert(bs_close(out[0][i], want, 1e-5), "%slayout %d: f at %zu = %.9g, expected %.9g", test_case(),
+                  layout, i, out[0][i], want);
     }
     free(hx), free(hy);
     clmad_tensor *all[] = {y, loss, gx, gy, in[0], in[1]};
     bs_release_all(all, 6);
 }
 
-Test(kernel_names, user_names_like_the_wrappers_give_the_plain_bits)
+/* The plain kernel runs for the first source only; the later ones are
+ * compared with the bits it kept. */
+static void user_names_like_the_wrappers_give_the_plain_bits(void)
 {
+    enum { N_LAYOUTS = sizeof LAYOUTS / sizeof *LAYOUTS };
     clmad_context *ctx = test_context();
     clmad_kernel *plain = NULL;
+    double *want[N_LAYOUTS][2][3]; /* per layout and policy (STORE, RECOMPUTE) */
+    size_t n[N_LAYOUTS][3];
     CHECK_OK(ctx, clmad_kernel_create(ctx, PLAIN, "f", 2, 1, &plain));
     for (size_t i = 0; i < sizeof SHADOWING / sizeof *SHADOWING; i++) {
         clmad_kernel *k = NULL;
         CHECK_OK(ctx, clmad_kernel_create(ctx, SHADOWING[i], "f", 2, 1, &k));
-        for (int layout = 0; layout < (int)(sizeof LAYOUTS / sizeof *LAYOUTS); layout++)
+        for (int layout = 0; layout < N_LAYOUTS; layout++)
             for (int p = CLMAD_PARTIALS_STORE; p <= CLMAD_PARTIALS_RECOMPUTE; p++) {
-                double *want[3], *got[3];
-                size_t n[3];
-                run_bits(ctx, plain, layout, (clmad_partials_policy)p, want, n);
-                run_bits(ctx, k, layout, (clmad_partials_policy)p, got, n);
+                double **w = want[layout][p - CLMAD_PARTIALS_STORE], *got[3];
+                if (i == 0)
+                    run_bits(ctx, plain, layout, (clmad_partials_policy)p, w, n[layout]);
+                run_bits(ctx, k, layout, (clmad_partials_policy)p, got, n[layout]);
                 static const char *const what[] = {"f", "d/dx", "d/dy"};
                 for (int a = 0; a < 3; a++) {
-                    for (size_t e = 0; e < n[a]; e++)
-                        cr_assert(memcmp(&got[a][e], &want[a][e], sizeof(double)) == 0,
-                                  "source %zu, layout %d, policy %d: %s at %zu = %.9g, the plain kernel's %.9g",
-                                  i, layout, p, what[a], e, got[a][e], want[a][e]);
-                    free(got[a]), free(want[a]);
+                    for (size_t e = 0; e < n[layout][a]; e++)
+                        cr_assert(memcmp(&got[a][e], &w[a][e], sizeof(double)) == 0,
+                                  "%ssource %zu, layout %d, policy %d: %s at %zu = %.9g, the plain kernel's %.9g",
+                                  test_case(), i, layout, p, what[a], e, got[a][e], w[a][e]);
+                    free(got[a]);
                 }
             }
         clmad_kernel_release(k);
     }
+    for (int layout = 0; layout < N_LAYOUTS; layout++)
+        for (int p = 0; p < 2; p++)
+            for (int a = 0; a < 3; a++)
+                free(want[layout][p][a]);
     clmad_kernel_release(plain);
     clmad_context_release(ctx);
 }
@@ -363,7 +374,7 @@ Test(kernel_names, user_names_like_the_wrappers_give_the_plain_bits)
 /* Names in the generated code's prefix are refused at create, at their
  * line: a user function clmad__call or clmad__bcast_vjp would collide with
  * the wrapper's, a macro CLMAD__R would redefine the vocabulary's. */
-Test(kernel_names, reserved_prefix_is_refused_at_its_line)
+static void reserved_prefix_is_refused_at_its_line(void)
 {
     static const struct {
         const char *src, *needle;
@@ -387,4 +398,18 @@ Test(kernel_names, reserved_prefix_is_refused_at_its_line)
                   "case %zu: the message lacks \"%s\" and \"reserved\": %s", i, CASES[i].needle, msg);
     }
     clmad_context_release(ctx);
+}
+
+/* ---- the test ------------------------------------------------------------- */
+
+/* Runs one case, its name in the messages of CHECK_OK and the checks above.
+ * Every case is f32. */
+#define RUN_CASE(c) (test_set_case("%s", #c), c(), test_set_case(NULL))
+
+Test(kernel_names, generated_and_user_names)
+{
+    RUN_CASE(every_generated_identifier_is_reserved);
+    RUN_CASE(user_names_like_the_old_generated_ones);
+    RUN_CASE(user_names_like_the_wrappers_give_the_plain_bits);
+    RUN_CASE(reserved_prefix_is_refused_at_its_line);
 }

@@ -7,10 +7,12 @@
  * clmad_broadcast_partials' values and partials, and through the tape the
  * values, the loss sum_o dot(y_o, w_o) and the gradient of every input.
  * Also: clmad_lower_source returns an ad_ source byte for byte and lowers
- * the plain one keeping its line count. */
+ * the plain one keeping its line count. One Criterion test loops over the
+ * pairs, all in f32 and then all in f64, in one context (a test is a
+ * process, and a process per pair cost seconds each under valgrind); every
+ * message names the pair (test_case). */
 #include "plain_pairs.h"
 
-#include <criterion/parameterized.h>
 #include <stdio.h>
 
 #define ROWS 12
@@ -46,18 +48,19 @@ static draw make_draw(const plain_pair *p, int index)
         shape_of(p->shapes[j], &d.ndim[j], d.shape[j]);
         size_t n = bs_numel(d.ndim[j], d.shape[j]);
         d.x[j] = malloc(n * sizeof(double));
-        cr_assert_not_null(d.x[j]);
+        cr_assert_not_null(d.x[j], "%s: out of memory", p->name);
         for (size_t e = 0; e < n; e++)
             d.x[j][e] = p->value ? p->value(j, e, &rng)
                         : p->dom[j].ints ? bs_int(&rng, (int)p->dom[j].lo, (int)p->dom[j].hi)
                                          : bs_uniform(&rng, p->dom[j].lo, p->dom[j].hi);
     }
     cr_assert(bs_broadcast_shape(p->n_in, d.ndim, (const size_t(*)[CLMAD_MAX_DIMS])d.shape, &d.out_ndim,
-                                 d.out_shape));
+                                 d.out_shape),
+              "%s: the inputs do not broadcast", p->name);
     size_t n = bs_numel(d.out_ndim, d.out_shape);
     for (int o = 0; o < p->n_out; o++) {
         d.w[o] = malloc(n * sizeof(double));
-        cr_assert_not_null(d.w[o]);
+        cr_assert_not_null(d.w[o], "%s: out of memory", p->name);
         for (size_t e = 0; e < n; e++)
             d.w[o][e] = bs_uniform(&rng, -1, 1);
     }
@@ -78,7 +81,7 @@ static clmad_tensor *tensor_of(clmad_context *ctx, clmad_dtype dtype, int ndim, 
 {
     size_t n = bs_numel(ndim, shape);
     double *copy = malloc(n * sizeof *copy);
-    cr_assert_not_null(copy);
+    cr_assert_not_null(copy, "%sout of memory", test_case());
     memcpy(copy, data, n * sizeof *copy);
     clmad_tensor *t = bs_tensor(ctx, dtype, ndim, shape, copy);
     free(copy);
@@ -99,11 +102,11 @@ typedef struct results {
 /* Keeps t's bytes under the label and releases t. */
 static void keep(clmad_context *ctx, results *r, clmad_tensor *t, const char *fmt, int a, int b)
 {
-    cr_assert_not_null(t, "no tensor for %s", fmt);
-    cr_assert_lt(r->n, MAX_BLOBS);
+    cr_assert_not_null(t, "%sno tensor for %s", test_case(), fmt);
+    cr_assert_lt(r->n, MAX_BLOBS, "%smore than %d results", test_case(), MAX_BLOBS);
     size_t size = clmad_tensor_numel(t) * clmad_dtype_size(clmad_tensor_dtype(t));
     unsigned char *bytes = malloc(size ? size : 1);
-    cr_assert_not_null(bytes);
+    cr_assert_not_null(bytes, "%sout of memory", test_case());
     CHECK_OK(ctx, clmad_tensor_read(t, bytes, size));
     snprintf(r->what[r->n], sizeof r->what[r->n], fmt, a, b);
     r->bytes[r->n] = bytes;
@@ -227,9 +230,11 @@ static void check_lowering(const plain_pair *p)
  * form's must be finite (a sanity check of the pair's domain). */
 static void compare(const plain_pair *p, const results *plain, const results *ad, const char *config)
 {
-    cr_assert_eq(plain->n, ad->n);
+    cr_assert_eq(plain->n, ad->n, "%s, %s: %d results in the plain form, %d in the ad_ form", p->name, config,
+                 plain->n, ad->n);
     for (int i = 0; i < ad->n; i++) {
-        cr_assert_eq(plain->size[i], ad->size[i]);
+        cr_assert_eq(plain->size[i], ad->size[i], "%s, %s: %s has %zu bytes in the plain form, %zu in the ad_ form",
+                     p->name, config, ad->what[i], plain->size[i], ad->size[i]);
         size_t es = clmad_dtype_size(ad->dtype), n = ad->size[i] / es;
         for (size_t e = 0; e < n; e++)
             cr_assert(isfinite(element(ad, i, e)), "%s, %s: %s[%zu] = %g in the ad_ form: a domain too wide?",
@@ -246,14 +251,16 @@ static void compare(const plain_pair *p, const results *plain, const results *ad
     }
 }
 
-static void run_pair(int index)
+/* One pair in one dtype, in ctx: both forms, STORE and RECOMPUTE. */
+static void run_pair(clmad_context *ctx, int index, clmad_dtype dtype)
 {
     const plain_pair *p = &PAIRS[index];
-    if (!VOCAB_AD[0])
-        vocab_sources();
-    check_lowering(p);
-
-    clmad_context *ctx = test_context();
+    test_set_case("%s", p->name);
+    if (dtype == CLMAD_F32) /* once per pair: it needs no device */
+        check_lowering(p);
+    /* The policy of a fresh context: clmad_kernel_create compiles ahead the
+     * dual variant of the policy in force, and the last pair left RECOMPUTE. */
+    CHECK_OK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_AUTO));
     clmad_kernel *k[2] = {NULL, NULL}; /* plain, ad_ */
     const char *src[2] = {p->plain, p->ad};
     for (int f = 0; f < 2; f++) {
@@ -262,39 +269,37 @@ static void run_pair(int index)
                      clmad_last_error(ctx), f ? p->ad : lowered_plain(p));
     }
     draw d = make_draw(p, index);
-    for (int dt = 0; dt < 2; dt++)
-        for (int pol = CLMAD_PARTIALS_STORE; pol <= CLMAD_PARTIALS_RECOMPUTE; pol++) {
-            clmad_dtype dtype = dt ? CLMAD_F64 : CLMAD_F32;
-            char config[32];
-            snprintf(config, sizeof config, "%s %s", dt ? "f64" : "f32",
-                     pol == CLMAD_PARTIALS_STORE ? "STORE" : "RECOMPUTE");
-            results r[2];
-            for (int f = 0; f < 2; f++)
-                run_form(ctx, p, k[f], &d, dtype, (clmad_partials_policy)pol, &r[f]);
-            compare(p, &r[0], &r[1], config);
-            free_results(&r[0]);
-            free_results(&r[1]);
-        }
+    for (int pol = CLMAD_PARTIALS_STORE; pol <= CLMAD_PARTIALS_RECOMPUTE; pol++) {
+        char config[32];
+        snprintf(config, sizeof config, "%s %s", dtype == CLMAD_F64 ? "f64" : "f32",
+                 pol == CLMAD_PARTIALS_STORE ? "STORE" : "RECOMPUTE");
+        results r[2];
+        for (int f = 0; f < 2; f++)
+            run_form(ctx, p, k[f], &d, dtype, (clmad_partials_policy)pol, &r[f]);
+        compare(p, &r[0], &r[1], config);
+        free_results(&r[0]);
+        free_results(&r[1]);
+    }
     free_draw(&d);
     clmad_kernel_release(k[0]);
     clmad_kernel_release(k[1]);
-    clmad_context_release(ctx);
+    test_set_case(NULL);
 }
 
-ParameterizedTestParameters(plain_syntax, pairs)
+/* Every pair, all in f32 first: a device without fp64 skips the rest at the
+ * first f64 call, having checked every pair in f32. One context: its
+ * caches serve what pairs share. */
+Test(plain_syntax, pairs)
 {
-    static int index[N_PAIRS];
-    for (int i = 0; i < N_PAIRS; i++)
-        index[i] = i;
-    return cr_make_param_array(int, index, N_PAIRS);
-}
-
-ParameterizedTest(int *index, plain_syntax, pairs) { run_pair(*index); }
-
-/* Sanity of the table itself: every name is unique (messages name pairs). */
-Test(plain_syntax, pair_names_are_unique)
-{
+    /* The table itself: every name is unique (messages name pairs). */
     for (int i = 0; i < N_PAIRS; i++)
         for (int j = 0; j < i; j++)
-            cr_assert_str_neq(PAIRS[i].name, PAIRS[j].name);
+            cr_assert_str_neq(PAIRS[i].name, PAIRS[j].name, "pairs %d and %d are both named %s", j, i, PAIRS[i].name);
+    if (!VOCAB_AD[0])
+        vocab_sources();
+    clmad_context *ctx = test_context();
+    for (int dt = 0; dt < 2; dt++)
+        for (int i = 0; i < N_PAIRS; i++)
+            run_pair(ctx, i, dt ? CLMAD_F64 : CLMAD_F32);
+    clmad_context_release(ctx);
 }

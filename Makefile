@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 # (it inherits MAKEFLAGS).
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all deps configure build test demo bench bench-peers check-vector install clean \
+.PHONY: all deps configure build test demo bench bench-peers check-vector install clean ci-time \
         deps-portability test-portability bench-portability deps-torch
 
 all: build
@@ -91,6 +91,11 @@ install: build
 
 clean:
 	rm -rf $(BUILD)
+
+# The phase times of the last .ci/run, and a failure naming the slowest
+# tests when they add up to more than CI's budget (scripts/ci-time.sh).
+ci-time:
+	@scripts/ci-time.sh $(BUILD)/ci-phases.tsv
 
 # Sanitizers, valgrind and Oclgrind targets.
 -include mk/reliability.mk

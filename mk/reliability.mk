@@ -39,13 +39,15 @@ deps-reliability:
 	    $$sudo_ apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo_ apt-get install -y -qq valgrind oclgrind; }
 
 # $(call check_run,MODE,BUILD_DIR,CMAKE_ARGS,CTEST_ARGS,EXTRA_ENV,CACHES)
-# CACHES = seed: before the checked pass, POCL's kernel cache of each test program is
-# seeded from the plain build's ($(BUILD)/pocl-cache, filled by `make test`)
-# where that one exists and the checking build has none yet: POCL keys its
-# cache by the preprocessed source, the options and the device, so the
-# kernels the tests build are found there and POCL's LLVM compiler does not
-# run under the checker. clmad's own program cache (clmad-cache) is not
-# seeded: clmad's compile path, clBuildProgram included, still runs checked.
+# CACHES = seed: before the checked pass, POCL's kernel cache of each test
+# program is seeded from the plain build's ($(BUILD)/pocl-cache, filled by
+# `make test`) where that one exists and the checking build has none yet:
+# POCL keys its cache by the preprocessed source, the options and the
+# device, so the kernels the tests build are found there and POCL's LLVM
+# compiler does not run under the checker. clmad's own program cache
+# (clmad-cache) is not seeded: clmad's compile path, clBuildProgram
+# included, still runs checked. The copy is whole or not at all (a full
+# disk leaves no half cache).
 # CACHES = warm: one plain ctest pass first (no checker, with EXTRA_ENV),
 # which fills the caches where the checked pass sees another device than
 # `make test` did (memcheck: CHECK_VALGRIND_POCL_ENV below).
@@ -54,7 +56,9 @@ define check_run
 	cmake -S . -B $(2) -DCLMAD_WERROR=ON -DCLMAD_TEST_LAUNCHER=$(CHECK_LAUNCHER) $(3) >/dev/null && \
 	cmake --build $(2) -j $(JOBS) && \
 	{ if [ "$(6)" = seed ] && [ -d $(BUILD)/pocl-cache ] && [ ! -d $(2)/pocl-cache ]; then \
-	    cp -a $(BUILD)/pocl-cache $(2)/pocl-cache && echo "clmad: test-$(1): POCL's kernel caches seeded from $(BUILD)"; fi; \
+	    if cp -a $(BUILD)/pocl-cache $(2)/pocl-cache.part && mv $(2)/pocl-cache.part $(2)/pocl-cache; then \
+	      echo "clmad: test-$(1): POCL's kernel caches seeded from $(BUILD)"; \
+	    else rm -rf $(2)/pocl-cache.part; echo "clmad: test-$(1): POCL's kernel caches not seeded (the copy failed)"; fi; fi; \
 	  [ "$(6)" != warm ] || { echo "clmad: test-$(1): warming the program caches (plain run)"; \
 	    env $(5) ctest --test-dir $(2) -j $(CHECK_JOBS) $(4) $(CHECK_CTEST_ARGS) >/dev/null || \
 	    echo "clmad: test-$(1): the plain run failed (the checked run follows)"; }; \

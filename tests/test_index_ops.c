@@ -3,7 +3,9 @@
  * embedding, one_hot, cast, where with an integer mask, cross entropy over
  * integer labels and accuracy: values against host references, gradients
  * against central finite differences in f64, and bad input (status,
- * message, context still usable). */
+ * message, context still usable). The cases are functions run by one
+ * Criterion test (end of file): a test is a process, and a process per
+ * case cost seconds each under valgrind. */
 #include "gradcheck.h"
 
 #include <math.h>
@@ -19,7 +21,7 @@ static clmad_tensor *i64_tensor(clmad_context *ctx, int ndim, const size_t *shap
 
 /* ---- argmax / argmin --------------------------------------------------- */
 
-Test(index_ops, argmax_argmin_against_host)
+static void argmax_argmin_against_host(void)
 {
     clmad_context *ctx = test_context();
     size_t shape[3] = {3, 4, 5};
@@ -51,8 +53,8 @@ Test(index_ops, argmax_argmin_against_host)
                     if (isnan(v) || (want_max ? v > b : v < b))
                         best = k;
                 }
-                cr_assert_eq(got[r], (int64_t)best, "axis %d max %d row %zu: %lld, host %zu", axis, want_max, r,
-                             (long long)got[r], best);
+                cr_assert_eq(got[r], (int64_t)best, "%saxis %d max %d row %zu: %lld, host %zu", test_case(), axis,
+                             want_max, r, (long long)got[r], best);
             }
             clmad_tensor_release(y);
         }
@@ -64,7 +66,8 @@ Test(index_ops, argmax_argmin_against_host)
     CHECK_OK(ctx, clmad_argmax(ctx, ti, 1, 0, &y));
     int64_t got[2];
     CHECK_OK(ctx, clmad_tensor_read(y, got, sizeof got));
-    cr_assert(got[0] == 0 && got[1] == 0, "argmax of i32 rows: %lld %lld", (long long)got[0], (long long)got[1]);
+    cr_assert(got[0] == 0 && got[1] == 0, "%sargmax of i32 rows: %lld %lld", test_case(), (long long)got[0],
+              (long long)got[1]);
     clmad_tensor_release(y);
     CHECK_OK(ctx, clmad_argmin(ctx, ti, 1, 0, &y));
     CHECK_OK(ctx, clmad_tensor_read(y, got, sizeof got));
@@ -123,7 +126,7 @@ static clmad_tensor *weights_like(clmad_context *ctx, clmad_tensor *y, unsigned 
     return gc_random(ctx, clmad_tensor_ndim(y), shape, -1, 1, seed);
 }
 
-Test(index_ops, index_select_values_and_gradient)
+static void index_select_values_and_gradient(void)
 {
     clmad_context *ctx = test_context();
     unsigned seed = 3;
@@ -156,7 +159,7 @@ Test(index_ops, index_select_values_and_gradient)
     clmad_context_release(ctx);
 }
 
-Test(index_ops, gather_values_and_gradient)
+static void gather_values_and_gradient(void)
 {
     clmad_context *ctx = test_context();
     unsigned seed = 4;
@@ -192,7 +195,7 @@ Test(index_ops, gather_values_and_gradient)
     clmad_context_release(ctx);
 }
 
-Test(index_ops, scatter_add_values_and_gradients)
+static void scatter_add_values_and_gradients(void)
 {
     clmad_context *ctx = test_context();
     unsigned seed = 5;
@@ -213,8 +216,8 @@ Test(index_ops, scatter_add_values_and_gradients)
         for (size_t i = 0; i < 4; i++)
             want[(size_t)idx[k * 4 + i] * 4 + i] += hs[k * 4 + i];
     for (int i = 0; i < 12; i++)
-        cr_assert(fabs(hy[i] - want[i]) <= 1e-15 * fmax(1, fabs(want[i])), "element %d: %g, host %g", i, hy[i],
-                  want[i]);
+        cr_assert(fabs(hy[i] - want[i]) <= 1e-15 * fmax(1, fabs(want[i])), "%selement %d: %g, host %g", test_case(), i,
+                  hy[i], want[i]);
     op_env e = {OP_SCATTER, 0, index, weights_like(ctx, y, &seed), NULL};
     gc_check(ctx, op_loss, &e, 2, p, 1e-6);
     clmad_tensor_release(y);
@@ -225,7 +228,7 @@ Test(index_ops, scatter_add_values_and_gradients)
     clmad_context_release(ctx);
 }
 
-Test(index_ops, embedding_values_and_gradient)
+static void embedding_values_and_gradient(void)
 {
     clmad_context *ctx = test_context();
     unsigned seed = 6;
@@ -250,7 +253,7 @@ Test(index_ops, embedding_values_and_gradient)
 }
 
 /* The backward of a scatter sums in a fixed order: two runs, same bits. */
-Test(index_ops, gradients_bitwise_reproducible)
+static void gradients_bitwise_reproducible(void)
 {
     clmad_context *ctx = test_context();
     unsigned seed = 7;
@@ -272,7 +275,7 @@ Test(index_ops, gradients_bitwise_reproducible)
     clmad_context_release(ctx);
 }
 
-Test(index_ops, one_hot_and_cast)
+static void one_hot_and_cast(void)
 {
     clmad_context *ctx = test_context();
     size_t is[2] = {2, 2};
@@ -322,7 +325,7 @@ Test(index_ops, one_hot_and_cast)
 /* Through f32 and back: the gradient is the closed form w (1 - tanh^2 x)
  * (a cast passes its adjoint on, converted), to f32's precision; finite
  * differences would see f32's rounding steps instead. */
-Test(index_ops, cast_between_floats_has_a_gradient)
+static void cast_between_floats_has_a_gradient(void)
 {
     clmad_context *ctx = test_context();
     unsigned seed = 8;
@@ -334,7 +337,8 @@ Test(index_ops, cast_between_floats_has_a_gradient)
     test_read_f64(ctx, e.w, hw, 6);
     for (int i = 0; i < 6; i++) {
         double t = tanh(hx[i]), want = hw[i] * (1 - t * t);
-        cr_assert(fabs(g[0][i] - want) <= 1e-6, "element %d: %.9g, closed form %.9g", i, g[0][i], want);
+        cr_assert(fabs(g[0][i] - want) <= 1e-6, "%selement %d: %.9g, closed form %.9g", test_case(), i, g[0][i],
+                  want);
         cr_assert(g[0][i] != 0);
     }
     gc_free(g, 1);
@@ -343,7 +347,7 @@ Test(index_ops, cast_between_floats_has_a_gradient)
     clmad_context_release(ctx);
 }
 
-Test(index_ops, where_with_integer_masks)
+static void where_with_integer_masks(void)
 {
     clmad_context *ctx = test_context();
     unsigned seed = 9;
@@ -376,7 +380,7 @@ Test(index_ops, where_with_integer_masks)
 
 /* ---- cross entropy over labels, accuracy -------------------------------- */
 
-Test(index_ops, cross_entropy_index_value_gradient_accuracy)
+static void cross_entropy_index_value_gradient_accuracy(void)
 {
     clmad_context *ctx = test_context();
     unsigned seed = 10;
@@ -396,7 +400,7 @@ Test(index_ops, cross_entropy_index_value_gradient_accuracy)
     }
     want /= 6;
     CHECK_OK(ctx, clmad_tensor_item(loss, &got));
-    cr_assert(fabs(got - want) <= 1e-14 * fabs(want), "loss %.17g, host %.17g", got, want);
+    cr_assert(fabs(got - want) <= 1e-14 * fabs(want), "%sloss %.17g, host %.17g", test_case(), got, want);
     clmad_tensor_release(loss);
     /* clmad_cross_entropy takes the integer labels too, and i32 ones */
     clmad_tensor *l32;
@@ -427,7 +431,7 @@ Test(index_ops, cross_entropy_index_value_gradient_accuracy)
 }
 
 /* A bad row (NaN logit) is NaN in the loss and in its own gradient only. */
-Test(index_ops, cross_entropy_index_bad_row)
+static void cross_entropy_index_bad_row(void)
 {
     clmad_context *ctx = test_context();
     size_t ls[2] = {2, 3}, ts[1] = {2};
@@ -456,7 +460,7 @@ Test(index_ops, cross_entropy_index_bad_row)
 
 /* ---- bad input ------------------------------------------------------------ */
 
-Test(index_ops, bad_input)
+static void bad_input(void)
 {
     clmad_context *ctx = test_context();
     size_t xs[2] = {3, 4}, is[1] = {2}, ws[2] = {3, 5};
@@ -536,7 +540,7 @@ static clmad_status pick_loss(clmad_context *ctx, clmad_tensor **p, void *user, 
     return st;
 }
 
-Test(index_ops, broadcast_branching_on_a_label)
+static void broadcast_branching_on_a_label(void)
 {
     clmad_context *ctx = test_context();
     unsigned seed = 12;
@@ -556,7 +560,8 @@ Test(index_ops, broadcast_branching_on_a_label)
     test_read_f64(ctx, y, hy, 6);
     for (int i = 0; i < 6; i++) {
         double want = lab[i] == 1 ? hx[i] * hx[i] : lab[i] == 2 ? exp(hx[i]) : -hx[i];
-        cr_assert(fabs(hy[i] - want) <= 1e-15 * fmax(1, fabs(want)), "element %d: %g, host %g", i, hy[i], want);
+        cr_assert(fabs(hy[i] - want) <= 1e-15 * fmax(1, fabs(want)), "%selement %d: %g, host %g", test_case(), i,
+                  hy[i], want);
     }
     /* backward: each element's derivative follows its label's branch */
     gc_check(ctx, pick_loss, &e, 1, &x, 1e-6);
@@ -567,4 +572,30 @@ Test(index_ops, broadcast_branching_on_a_label)
     clmad_tensor_release(x);
     clmad_kernel_release(k);
     clmad_context_release(ctx);
+}
+
+/* ---- the test ------------------------------------------------------------- */
+
+/* Runs one case, its name in the messages of CHECK_OK, REFUSED, gc_check
+ * and the checks above. */
+#define RUN_CASE(c) (test_set_case("%s", #c), c(), test_set_case(NULL))
+
+/* Every case needs fp64 but one_hot_and_cast, whose f32 half (one_hot, casts
+ * to u8 and i32) comes first: a device without fp64 skips the rest at the
+ * first f64 tensor. */
+Test(index_ops, all_cases)
+{
+    RUN_CASE(one_hot_and_cast);
+    RUN_CASE(argmax_argmin_against_host);
+    RUN_CASE(index_select_values_and_gradient);
+    RUN_CASE(gather_values_and_gradient);
+    RUN_CASE(scatter_add_values_and_gradients);
+    RUN_CASE(embedding_values_and_gradient);
+    RUN_CASE(gradients_bitwise_reproducible);
+    RUN_CASE(cast_between_floats_has_a_gradient);
+    RUN_CASE(where_with_integer_masks);
+    RUN_CASE(cross_entropy_index_value_gradient_accuracy);
+    RUN_CASE(cross_entropy_index_bad_row);
+    RUN_CASE(bad_input);
+    RUN_CASE(broadcast_branching_on_a_label);
 }

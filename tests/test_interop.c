@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* clmad_cl.h: a context on the caller's OpenCL context, device and queue,
- * the caller's buffers as tensors, reference counts, offsets, errors. */
+ * the caller's buffers as tensors, reference counts, offsets, errors.
+ * The cases are functions run by one Criterion test (end of file): a test
+ * is a process, and a process per case cost seconds each under valgrind.
+ * Each case opens OpenCL objects of its own and counts references relative
+ * to what they hold when it starts, so cases before it change nothing. */
 #include "support.h"
 
 #include <clmad_cl.h>
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -24,41 +30,45 @@ static app app_open(void)
 {
     app a;
     memset(&a, 0, sizeof a);
-    cr_assert_eq(clGetPlatformIDs(1, &a.platform, NULL), CL_SUCCESS);
-    cr_assert_eq(clGetDeviceIDs(a.platform, CL_DEVICE_TYPE_ALL, 1, &a.device, NULL), CL_SUCCESS);
+    cr_assert_eq(clGetPlatformIDs(1, &a.platform, NULL), CL_SUCCESS, "%sclGetPlatformIDs", test_case());
+    cr_assert_eq(clGetDeviceIDs(a.platform, CL_DEVICE_TYPE_ALL, 1, &a.device, NULL), CL_SUCCESS,
+                 "%sclGetDeviceIDs", test_case());
     cl_int err;
     a.context = clCreateContext(NULL, 1, &a.device, NULL, NULL, &err);
-    cr_assert_eq(err, CL_SUCCESS);
+    cr_assert_eq(err, CL_SUCCESS, "%sclCreateContext: %d", test_case(), (int)err);
     a.queue = clCreateCommandQueue(a.context, a.device, 0, &err);
-    cr_assert_eq(err, CL_SUCCESS);
+    cr_assert_eq(err, CL_SUCCESS, "%sclCreateCommandQueue: %d", test_case(), (int)err);
     last_queue = a.queue;
     return a;
 }
 
 static void app_close(app *a)
 {
-    cr_assert_eq(clReleaseCommandQueue(a->queue), CL_SUCCESS);
-    cr_assert_eq(clReleaseContext(a->context), CL_SUCCESS);
+    cr_assert_eq(clReleaseCommandQueue(a->queue), CL_SUCCESS, "%sclReleaseCommandQueue", test_case());
+    cr_assert_eq(clReleaseContext(a->context), CL_SUCCESS, "%sclReleaseContext", test_case());
 }
 
 static cl_uint context_refs(cl_context c)
 {
     cl_uint n = 0;
-    cr_assert_eq(clGetContextInfo(c, CL_CONTEXT_REFERENCE_COUNT, sizeof n, &n, NULL), CL_SUCCESS);
+    cr_assert_eq(clGetContextInfo(c, CL_CONTEXT_REFERENCE_COUNT, sizeof n, &n, NULL), CL_SUCCESS,
+                 "%sclGetContextInfo", test_case());
     return n;
 }
 
 static cl_uint queue_refs(cl_command_queue q)
 {
     cl_uint n = 0;
-    cr_assert_eq(clGetCommandQueueInfo(q, CL_QUEUE_REFERENCE_COUNT, sizeof n, &n, NULL), CL_SUCCESS);
+    cr_assert_eq(clGetCommandQueueInfo(q, CL_QUEUE_REFERENCE_COUNT, sizeof n, &n, NULL), CL_SUCCESS,
+                 "%sclGetCommandQueueInfo", test_case());
     return n;
 }
 
 static cl_uint mem_refs(cl_mem m)
 {
     cl_uint n = 0;
-    cr_assert_eq(clGetMemObjectInfo(m, CL_MEM_REFERENCE_COUNT, sizeof n, &n, NULL), CL_SUCCESS);
+    cr_assert_eq(clGetMemObjectInfo(m, CL_MEM_REFERENCE_COUNT, sizeof n, &n, NULL), CL_SUCCESS,
+                 "%sclGetMemObjectInfo", test_case());
     return n;
 }
 
@@ -81,14 +91,35 @@ static cl_uint settled(cl_uint (*refs)(void *), void *obj, cl_uint want)
 static cl_uint context_refs_v(void *c) { return context_refs(c); }
 static cl_uint queue_refs_v(void *q) { return queue_refs(q); }
 static cl_uint mem_refs_v(void *m) { return mem_refs(m); }
-#define SETTLED_EQ(kind, obj, want, ...) cr_assert_eq(settled(kind##_refs_v, (obj), (want)), (want), "" __VA_ARGS__)
+
+/* ". " and the optional message of SETTLED_EQ, or "" without one. */
+static const char *settled_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const char *settled_note(const char *fmt, ...)
+{
+    static char note[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note, sizeof note, fmt, ap);
+    va_end(ap);
+    return strcmp(note, ". ") ? note : "";
+}
+
+/* Asserts that kind's reference count of obj settles at want; the message
+ * names the case, the object and the count, then the optional printf-style
+ * message. */
+#define SETTLED_EQ(kind, obj, want, ...)                                                                       \
+    do {                                                                                                       \
+        cl_uint settled_ = settled(kind##_refs_v, (obj), (want));                                              \
+        cr_assert_eq(settled_, (want), "%s" #kind " references of " #obj ": %u, expected %u%s", test_case(),   \
+                     settled_, (cl_uint)(want), settled_note(". " __VA_ARGS__));                              \
+    } while (0)
 
 static cl_mem app_buffer(app *a, cl_mem_flags flags, size_t bytes, const void *host)
 {
     cl_int err;
     cl_mem m = clCreateBuffer(a->context, flags | (host ? CL_MEM_COPY_HOST_PTR : 0), bytes,
                               (void *)host, &err);
-    cr_assert_eq(err, CL_SUCCESS);
+    cr_assert_eq(err, CL_SUCCESS, "%sclCreateBuffer of %zu bytes: %d", test_case(), bytes, (int)err);
     return m;
 }
 
@@ -96,7 +127,7 @@ static clmad_context *app_clmad(app *a)
 {
     clmad_context *ctx = NULL;
     clmad_status st = clmad_context_create_cl(a->context, a->device, a->queue, NULL, &ctx);
-    cr_assert_eq(st, CLMAD_OK, "%s: %s", clmad_status_string(st), clmad_last_error(NULL));
+    cr_assert_eq(st, CLMAD_OK, "%s%s: %s", test_case(), clmad_status_string(st), clmad_last_error(NULL));
     return ctx;
 }
 
@@ -104,11 +135,12 @@ static clmad_context *app_clmad(app *a)
 static size_t base_align(cl_device_id d)
 {
     cl_uint bits = 0;
-    cr_assert_eq(clGetDeviceInfo(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof bits, &bits, NULL), CL_SUCCESS);
+    cr_assert_eq(clGetDeviceInfo(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof bits, &bits, NULL), CL_SUCCESS,
+                 "%sclGetDeviceInfo", test_case());
     return bits / 8;
 }
 
-Test(interop, context_on_the_callers_objects_holds_and_drops_only_its_references)
+static void context_on_the_callers_objects_holds_and_drops_only_its_references(void)
 {
     app a = app_open();
     cl_mem buf = app_buffer(&a, CL_MEM_READ_WRITE, 4 * sizeof(float), NULL);
@@ -174,7 +206,7 @@ Test(interop, context_on_the_callers_objects_holds_and_drops_only_its_references
     app_close(&a);
 }
 
-Test(interop, the_caller_may_drop_its_references_first)
+static void the_caller_may_drop_its_references_first(void)
 {
     app a = app_open();
     clmad_context *ctx = app_clmad(&a);
@@ -196,7 +228,7 @@ Test(interop, the_caller_may_drop_its_references_first)
     clmad_context_release(ctx);
 }
 
-Test(interop, a_queue_of_clmads_own_on_the_callers_context)
+static void a_queue_of_clmads_own_on_the_callers_context(void)
 {
     app a = app_open();
     cl_uint c0 = context_refs(a.context), q0 = queue_refs(a.queue);
@@ -214,24 +246,26 @@ Test(interop, a_queue_of_clmads_own_on_the_callers_context)
     app_close(&a);
 }
 
-Test(interop, bad_context_arguments_take_no_reference)
+static void bad_context_arguments_take_no_reference(void)
 {
     app a = app_open(), b = app_open();
     cl_uint c0 = context_refs(a.context), q0 = queue_refs(a.queue), qb = queue_refs(b.queue);
     clmad_context *ctx = NULL;
     cr_assert_eq(clmad_context_create_cl(NULL, a.device, a.queue, NULL, &ctx), CLMAD_ERR_INVALID_ARGUMENT);
-    cr_assert(test_contains(clmad_last_error(NULL), "context is NULL"), "%s", clmad_last_error(NULL));
+    cr_assert(test_contains(clmad_last_error(NULL), "context is NULL"), "%s%s", test_case(),
+              clmad_last_error(NULL));
     cr_assert_eq(clmad_context_create_cl(a.context, NULL, a.queue, NULL, &ctx), CLMAD_ERR_INVALID_ARGUMENT);
     cr_assert_eq(clmad_context_create_cl(a.context, a.device, a.queue, NULL, NULL), CLMAD_ERR_INVALID_ARGUMENT);
     /* A queue of another OpenCL context. */
     cr_assert_eq(clmad_context_create_cl(a.context, a.device, b.queue, NULL, &ctx), CLMAD_ERR_INVALID_ARGUMENT);
-    cr_assert(test_contains(clmad_last_error(NULL), "queue belongs to another context"), "%s",
+    cr_assert(test_contains(clmad_last_error(NULL), "queue belongs to another context"), "%s%s", test_case(),
               clmad_last_error(NULL));
     clmad_options opt;
     clmad_options_init(&opt);
     opt.device = "cpu";
     cr_assert_eq(clmad_context_create_cl(a.context, a.device, a.queue, &opt, &ctx), CLMAD_ERR_INVALID_ARGUMENT);
-    cr_assert(test_contains(clmad_last_error(NULL), "opt->device must be NULL"), "%s", clmad_last_error(NULL));
+    cr_assert(test_contains(clmad_last_error(NULL), "opt->device must be NULL"), "%s%s", test_case(),
+              clmad_last_error(NULL));
     opt.device = NULL;
     opt.chunk_cap = 65;
     cr_assert_eq(clmad_context_create_cl(a.context, a.device, a.queue, &opt, &ctx), CLMAD_ERR_INVALID_ARGUMENT);
@@ -240,7 +274,8 @@ Test(interop, bad_context_arguments_take_no_reference)
     cl_command_queue ooo = clCreateCommandQueue(a.context, a.device, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &err);
     if (err == CL_SUCCESS) {
         cr_assert_eq(clmad_context_create_cl(a.context, a.device, ooo, NULL, &ctx), CLMAD_ERR_UNSUPPORTED);
-        cr_assert(test_contains(clmad_last_error(NULL), "in-order queue"), "%s", clmad_last_error(NULL));
+        cr_assert(test_contains(clmad_last_error(NULL), "in-order queue"), "%s%s", test_case(),
+                  clmad_last_error(NULL));
         SETTLED_EQ(queue, ooo, 1);
         clReleaseCommandQueue(ooo);
     }
@@ -252,7 +287,7 @@ Test(interop, bad_context_arguments_take_no_reference)
     app_close(&b);
 }
 
-Test(interop, wrap_at_an_offset_reads_and_writes_only_its_elements)
+static void wrap_at_an_offset_reads_and_writes_only_its_elements(void)
 {
     app a = app_open();
     clmad_context *ctx = app_clmad(&a);
@@ -286,7 +321,7 @@ Test(interop, wrap_at_an_offset_reads_and_writes_only_its_elements)
     cr_assert_eq(clEnqueueReadBuffer(a.queue, buf, CL_TRUE, 0, total * sizeof(float), back, 0, NULL, NULL),
                  CL_SUCCESS);
     for (size_t i = 0; i < total; i++)
-        cr_assert_eq(back[i], i >= first && i < first + 6 ? -1.0f : (float)i, "element %zu", i);
+        cr_assert_eq(back[i], i >= first && i < first + 6 ? -1.0f : (float)i, "%selement %zu", test_case(), i);
 
     /* A sub-buffer of the caller's (from element `first` on), wrapped at
      * an offset: made from its parent, at the sum of the offsets. */
@@ -306,7 +341,7 @@ Test(interop, wrap_at_an_offset_reads_and_writes_only_its_elements)
     u = NULL;
     cr_assert_eq(clmad_tensor_wrap_cl(ctx, sub, sizeof(float), CLMAD_F32, 1, &two, &u),
                  CLMAD_ERR_INVALID_ARGUMENT);
-    cr_assert(test_contains(clmad_last_error(ctx), "in mem's parent buffer"), "%s",
+    cr_assert(test_contains(clmad_last_error(ctx), "in mem's parent buffer"), "%s%s", test_case(),
               clmad_last_error(ctx));
     cr_assert_null(u);
     /* At offset 0 a sub-buffer is used as it is. */
@@ -337,7 +372,7 @@ Test(interop, wrap_at_an_offset_reads_and_writes_only_its_elements)
     app_close(&a);
 }
 
-Test(interop, get_cl_of_clmads_own_tensors)
+static void get_cl_of_clmads_own_tensors(void)
 {
     app a = app_open();
     clmad_context *ctx = app_clmad(&a);
@@ -364,7 +399,7 @@ Test(interop, get_cl_of_clmads_own_tensors)
     app_close(&a);
 }
 
-Test(interop, bad_buffers_are_refused_with_their_reason)
+static void bad_buffers_are_refused_with_their_reason(void)
 {
     app a = app_open(), b = app_open();
     clmad_context *ctx = app_clmad(&a);
@@ -381,13 +416,15 @@ Test(interop, bad_buffers_are_refused_with_their_reason)
     cr_assert_eq(clmad_tensor_wrap_cl(ctx, buf, 0, CLMAD_F32, 1, &n, NULL), CLMAD_ERR_INVALID_ARGUMENT);
     cr_assert_eq(clmad_tensor_wrap_cl(ctx, far, 0, CLMAD_F32, 1, &n, &t), CLMAD_ERR_INVALID_ARGUMENT);
     msg = clmad_last_error(ctx);
-    cr_assert(test_contains(msg, "another OpenCL context"), "%s", msg);
+    cr_assert(test_contains(msg, "another OpenCL context"), "%s%s", test_case(), msg);
     cr_assert_eq(clmad_tensor_wrap_cl(ctx, wo, 0, CLMAD_F32, 1, &n, &t), CLMAD_ERR_INVALID_ARGUMENT);
-    cr_assert(test_contains(clmad_last_error(ctx), "CL_MEM_WRITE_ONLY"), "%s", clmad_last_error(ctx));
+    cr_assert(test_contains(clmad_last_error(ctx), "CL_MEM_WRITE_ONLY"), "%s%s", test_case(),
+              clmad_last_error(ctx));
     /* Past the end: by size, and by offset. */
     size_t big = (2 * align + 64) / sizeof(float) + 1;
     cr_assert_eq(clmad_tensor_wrap_cl(ctx, buf, 0, CLMAD_F32, 1, &big, &t), CLMAD_ERR_INVALID_ARGUMENT);
-    cr_assert(test_contains(clmad_last_error(ctx), "run past the end"), "%s", clmad_last_error(ctx));
+    cr_assert(test_contains(clmad_last_error(ctx), "run past the end"), "%s%s", test_case(),
+              clmad_last_error(ctx));
     cr_assert_eq(clmad_tensor_wrap_cl(ctx, buf, 2 * align + 64, CLMAD_F32, 1, &n, &t),
                  CLMAD_ERR_INVALID_ARGUMENT);
     cr_assert_eq(clmad_tensor_wrap_cl(ctx, buf, SIZE_MAX, CLMAD_F32, 1, &n, &t), CLMAD_ERR_INVALID_ARGUMENT);
@@ -396,8 +433,8 @@ Test(interop, bad_buffers_are_refused_with_their_reason)
         cr_assert_eq(clmad_tensor_wrap_cl(ctx, buf, sizeof(float), CLMAD_F32, 1, &n, &t),
                      CLMAD_ERR_INVALID_ARGUMENT);
         msg = clmad_last_error(ctx);
-        cr_assert(test_contains(msg, "CL_DEVICE_MEM_BASE_ADDR_ALIGN"), "%s", msg);
-        cr_assert(test_contains(msg, "offset 4 is not a multiple of"), "%s", msg);
+        cr_assert(test_contains(msg, "CL_DEVICE_MEM_BASE_ADDR_ALIGN"), "%s%s", test_case(), msg);
+        cr_assert(test_contains(msg, "offset 4 is not a multiple of"), "%s%s", test_case(), msg);
     }
     /* Rank and shape as for clmad_tensor_create. */
     cr_assert_eq(clmad_tensor_wrap_cl(ctx, buf, 0, CLMAD_F32, CLMAD_MAX_DIMS + 1, &n, &t),
@@ -437,7 +474,7 @@ Test(interop, bad_buffers_are_refused_with_their_reason)
  * they were (before: clmad_tensor_copy and clmad_tensor_axpby wrote it,
  * undefined in OpenCL, and the new values showed). Reading it, and using
  * it as an input with a gradient, work. */
-Test(interop, read_only_buffers_are_never_written)
+static void read_only_buffers_are_never_written(void)
 {
     app a = app_open();
     clmad_context *ctx = app_clmad(&a);
@@ -470,23 +507,23 @@ Test(interop, read_only_buffers_are_never_written)
         refused[3].st = clmad_staging_scatter(stage, &t[k], 1);
         refused[3].needle = "clmad_staging_scatter: ts[0] is read-only";
         for (int c = 0; c < 4; c++) {
-            cr_expect_eq(refused[c].st, CLMAD_ERR_INVALID_ARGUMENT, "%s, \"%s\": %s", what, refused[c].needle,
-                         clmad_status_string(refused[c].st));
+            cr_expect_eq(refused[c].st, CLMAD_ERR_INVALID_ARGUMENT, "%s%s, \"%s\": %s", test_case(), what,
+                         refused[c].needle, clmad_status_string(refused[c].st));
             if (c == 3) /* the message of the last call, with the reason */
                 cr_expect(test_contains(clmad_last_error(ctx), refused[c].needle) &&
                               test_contains(clmad_last_error(ctx), "CL_MEM_READ_ONLY"),
-                          "%s", clmad_last_error(ctx));
+                          "%s%s", test_case(), clmad_last_error(ctx));
         }
         clmad_optimizer *o = NULL;
         cr_assert_eq(clmad_optimizer_sgd(ctx, &t[k], 1, 0.1, 0.0, &o), CLMAD_ERR_INVALID_ARGUMENT);
-        cr_expect(test_contains(clmad_last_error(ctx), "clmad_optimizer_create: params[0] is read-only"), "%s",
-                  clmad_last_error(ctx));
+        cr_expect(test_contains(clmad_last_error(ctx), "clmad_optimizer_create: params[0] is read-only"), "%s%s",
+                  test_case(), clmad_last_error(ctx));
         cr_assert_null(o);
     }
     float got[4];
     CHECK_OK(ctx, clmad_tensor_read(t[0], got, sizeof got));
     for (int e = 0; e < 4; e++)
-        cr_expect_eq(got[e], init[e], "ro[%d] = %g, written", e, got[e]);
+        cr_expect_eq(got[e], init[e], "%sro[%d] = %g, written", test_case(), e, got[e]);
     /* Read-only is no obstacle to reading: an input with a gradient. */
     CHECK_OK(ctx, clmad_tensor_set_requires_grad(t[0], 1));
     clmad_tensor *loss, *g;
@@ -512,7 +549,7 @@ Test(interop, read_only_buffers_are_never_written)
     app_close(&a);
 }
 
-Test(interop, f64_needs_the_device_fp64)
+static void f64_needs_the_device_fp64(void)
 {
     app a = app_open();
     clmad_options opt;
@@ -558,7 +595,7 @@ static void gradients_plain(const float *x, const float *w, const float *y, size
     clmad_context_release(ctx);
 }
 
-Test(interop, gradients_into_the_callers_buffers_equal_the_plain_apis)
+static void gradients_into_the_callers_buffers_equal_the_plain_apis(void)
 {
     enum { N = 1000 };
     static float x[N], w[N], y[N], gx[N], gw[N], px[N], pw[N];
@@ -607,8 +644,10 @@ Test(interop, gradients_into_the_callers_buffers_equal_the_plain_apis)
     cr_assert_eq(clEnqueueReadBuffer(a.queue, bg, CL_FALSE, gw_off, sizeof gw, gw, 0, NULL, NULL), CL_SUCCESS);
     cr_assert_eq(clFinish(a.queue), CL_SUCCESS);
     for (int i = 0; i < N; i++) {
-        cr_assert_float_eq(gx[i], px[i], 1e-6f * (1 + fabsf(px[i])), "gx[%d] %g, plain %g", i, gx[i], px[i]);
-        cr_assert_float_eq(gw[i], pw[i], 1e-6f * (1 + fabsf(pw[i])), "gw[%d] %g, plain %g", i, gw[i], pw[i]);
+        cr_assert_float_eq(gx[i], px[i], 1e-6f * (1 + fabsf(px[i])), "%sgx[%d] %g, plain %g", test_case(), i, gx[i],
+                           px[i]);
+        cr_assert_float_eq(gw[i], pw[i], 1e-6f * (1 + fabsf(pw[i])), "%sgw[%d] %g, plain %g", test_case(), i, gw[i],
+                           pw[i]);
     }
     clmad_tensor *all[] = {tx, tw, ty, tgx, tgw, p, h, loss};
     for (int i = 0; i < 8; i++)
@@ -620,4 +659,24 @@ Test(interop, gradients_into_the_callers_buffers_equal_the_plain_apis)
         clReleaseMemObject(bufs[i]);
     }
     app_close(&a);
+}
+
+/* ---- the test ------------------------------------------------------------- */
+
+/* Runs one case, its name in the messages of CHECK_OK, SETTLED_EQ and the
+ * checks above. Every case is f32. */
+#define RUN_CASE(c) (test_set_case("%s", #c), c(), test_set_case(NULL))
+
+Test(interop, all_cases)
+{
+    RUN_CASE(context_on_the_callers_objects_holds_and_drops_only_its_references);
+    RUN_CASE(the_caller_may_drop_its_references_first);
+    RUN_CASE(a_queue_of_clmads_own_on_the_callers_context);
+    RUN_CASE(bad_context_arguments_take_no_reference);
+    RUN_CASE(wrap_at_an_offset_reads_and_writes_only_its_elements);
+    RUN_CASE(get_cl_of_clmads_own_tensors);
+    RUN_CASE(bad_buffers_are_refused_with_their_reason);
+    RUN_CASE(read_only_buffers_are_never_written);
+    RUN_CASE(f64_needs_the_device_fp64);
+    RUN_CASE(gradients_into_the_callers_buffers_equal_the_plain_apis);
 }

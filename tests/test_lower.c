@@ -3,7 +3,9 @@
  * bytes and lines it leaves alone, its errors at the user's line and
  * column, and the sources it leaves to the compiler. Values and partials of
  * plain kernels against their ad_ forms are in test_plain_syntax and
- * test_plain_random. */
+ * test_plain_random. The cases are functions run by one Criterion test (end
+ * of file): a test is a process, and a process per case cost seconds each
+ * under valgrind. */
 #include "support.h"
 
 #include <stdio.h>
@@ -16,9 +18,9 @@ static char *lowered_return(const char *expr)
     char src[512], *out = NULL;
     snprintf(src, sizeof src, "T f(T a, T b, real r, int n)\n{\n    return %s;\n}\n", expr);
     clmad_status st = clmad_lower_source(src, &out);
-    cr_assert_eq(st, CLMAD_OK, "%s: %s", expr, clmad_last_error(NULL));
+    cr_assert_eq(st, CLMAD_OK, "%s%s: %s", test_case(), expr, clmad_last_error(NULL));
     const char *ret = strstr(out, "return ");
-    cr_assert(ret);
+    cr_assert(ret, "%s%s: no return in\n%s", test_case(), expr, out);
     ret += strlen("return ");
     char *copy = strndup(ret, (size_t)(strchr(ret, ';') - ret));
     clmad_string_free(out);
@@ -70,11 +72,12 @@ static const struct {
     {"M_PI_F * a", "ad_mulr(a, M_PI_F)"},
 };
 
-Test(lower, canonical_rules)
+static void canonical_rules(void)
 {
     for (size_t k = 0; k < sizeof RULES / sizeof *RULES; k++) {
         char *got = lowered_return(RULES[k].plain);
-        cr_expect_str_eq(got, RULES[k].lowered, "%s", RULES[k].plain);
+        cr_expect_str_eq(got, RULES[k].lowered, "%s%s: %s, expected %s", test_case(), RULES[k].plain, got,
+                         RULES[k].lowered);
         free(got);
     }
 }
@@ -83,12 +86,12 @@ static void expect_lowered(const char *src, const char *expected)
 {
     char *out = NULL;
     clmad_status st = clmad_lower_source(src, &out);
-    cr_assert_eq(st, CLMAD_OK, "%s", clmad_last_error(NULL));
-    cr_expect_str_eq(out, expected);
+    cr_assert_eq(st, CLMAD_OK, "%s%s", test_case(), clmad_last_error(NULL));
+    cr_expect_str_eq(out, expected, "%slowered:\n%s\nexpected:\n%s", test_case(), out, expected);
     clmad_string_free(out);
 }
 
-Test(lower, statements_and_declarations)
+static void statements_and_declarations(void)
 {
     expect_lowered("T f(T x, T y)\n"
                    "{\n"
@@ -136,7 +139,7 @@ Test(lower, statements_and_declarations)
 
 /* Sources in the ad_ vocabulary, with macros, #if, pragmas and functions
  * named like the wrapper's old locals, come back byte for byte. */
-Test(lower, ad_sources_unchanged)
+static void ad_sources_unchanged(void)
 {
     const char *sources[] = {
         "T cell_update(T z, T zb, T c, T f, T i, T g)\n"
@@ -165,7 +168,7 @@ Test(lower, ad_sources_unchanged)
 
 /* Every line keeps its number: a multi-line expression gives its newlines
  * back after its rewrite. */
-Test(lower, lines_kept)
+static void lines_kept(void)
 {
     expect_lowered("T f(T x,\n      T y)\n{\n    return x *\n           y\n           + 1;\n}\nT g(T x) { return -x; }\n",
                    "T f(T x,\n      T y)\n{\n    return ad_addr(ad_mul(x, y), 1)\n\n;\n}\nT g(T x) { return ad_neg(x); }\n");
@@ -176,13 +179,13 @@ static void expect_error(const char *src, const char *position, const char *need
     char *out = (char *)"sentinel";
     clmad_status st = clmad_lower_source(src, &out);
     const char *msg = clmad_last_error(NULL);
-    cr_assert_eq(st, CLMAD_ERR_BUILD, "%s -> %s", src, clmad_status_string(st));
-    cr_expect(out == NULL, "%s", src);
-    cr_expect(test_contains(msg, position), "%s\nlacks %s: %s", src, position, msg);
-    cr_expect(test_contains(msg, needle), "%s\nlacks %s: %s", src, needle, msg);
+    cr_assert_eq(st, CLMAD_ERR_BUILD, "%s%s -> %s", test_case(), src, clmad_status_string(st));
+    cr_expect(out == NULL, "%s%s", test_case(), src);
+    cr_expect(test_contains(msg, position), "%s%s\nlacks %s: %s", test_case(), src, position, msg);
+    cr_expect(test_contains(msg, needle), "%s%s\nlacks %s: %s", test_case(), src, needle, msg);
 }
 
-Test(lower, errors_at_the_users_position)
+static void errors_at_the_users_position(void)
 {
     expect_error("T f(T x, T y)\n{\n    return x % y;\n}\n", "source:3:14: error:", "operator '%' on T");
     expect_error("T f(T x) { int n = 2; return x << n; }", "source:1:32: error:", "operator '<<' on T");
@@ -214,16 +217,17 @@ static void expect_first_program(clmad_context *ctx, clmad_kernel *k)
     double v[3], dx[3], dy[3];
     test_run2(ctx, k, xs, ys, 3, v, dx, dy);
     for (int e = 0; e < 3; e++) {
-        cr_expect_eq(v[e], xs[e] * ys[e] + 0.5);
-        cr_expect_eq(dx[e], ys[e]);
-        cr_expect_eq(dy[e], xs[e]);
+        cr_expect_eq(v[e], xs[e] * ys[e] + 0.5, "%svalue %d: %g, expected %g", test_case(), e, v[e],
+                     xs[e] * ys[e] + 0.5);
+        cr_expect_eq(dx[e], ys[e], "%sd/dx %d: %g, expected %g", test_case(), e, dx[e], ys[e]);
+        cr_expect_eq(dy[e], xs[e], "%sd/dy %d: %g, expected %g", test_case(), e, dy[e], xs[e]);
     }
 }
 
 /* A UTF-8 byte order mark (written by some editors, invisible in them) is
  * skipped: the lowered source leaves it out, and lines and columns count
  * as the editor shows them. */
-Test(lower, byte_order_mark_skipped)
+static void byte_order_mark_skipped(void)
 {
     expect_lowered("\xEF\xBB\xBFT f(T x, T y)\n{\n    return x * y + 0.5;\n}\n",
                    "T f(T x, T y)\n{\n    return ad_addr(ad_mul(x, y), 0.5);\n}\n");
@@ -236,14 +240,14 @@ Test(lower, byte_order_mark_skipped)
     /* The position of a compiler's error is the user's too. */
     const char *wrong = "\xEF\xBB\xBFT f(T x)\n{\n    real r = undeclared;\n    return x;\n}\n";
     cr_assert_eq(clmad_kernel_create(ctx, wrong, "f", 1, 1, &k), CLMAD_ERR_BUILD);
-    cr_expect(test_contains(clmad_last_error(ctx), "source:3:14"), "%s", clmad_last_error(ctx));
+    cr_expect(test_contains(clmad_last_error(ctx), "source:3:14"), "%s%s", test_case(), clmad_last_error(ctx));
     clmad_context_release(ctx);
 }
 
 /* OpenCL C forbids recursion; POCL's compiler took a recursive kernel at
  * creation and killed the process later. The front end refuses it at the
  * call that closes the cycle, by clmad_kernel_create too. */
-Test(lower, recursion_refused)
+static void recursion_refused(void)
 {
     expect_error("T f(T x)\n{\n    return x > 0 ? f(x - 1) : x;\n}\n", "source:3:20: error:",
                  "function f calls itself (recursion is not allowed in OpenCL C)");
@@ -259,14 +263,14 @@ Test(lower, recursion_refused)
     clmad_kernel *k = NULL;
     cr_assert_eq(clmad_kernel_create(ctx, "T f(T x) { return x > 0 ? f(x - 1) : x; }", "f", 1, 1, &k),
                  CLMAD_ERR_BUILD);
-    cr_expect(test_contains(clmad_last_error(ctx), "source:1:27: error: function f calls itself"), "%s",
-              clmad_last_error(ctx));
+    cr_expect(test_contains(clmad_last_error(ctx), "source:1:27: error: function f calls itself"), "%s%s",
+              test_case(), clmad_last_error(ctx));
     clmad_context_release(ctx);
 }
 
 /* A source outside the front end's subset is compiled as written: a kernel
  * in the ad_ vocabulary still works; clmad_lower_source says why. */
-Test(lower, unparsed_sources_compile_as_written)
+static void unparsed_sources_compile_as_written(void)
 {
     const char *src = "T f(T (x)) { return ad_mul(x, x); }\n";
     expect_error(src, "source:1:7: note:", "does not parse");
@@ -276,14 +280,16 @@ Test(lower, unparsed_sources_compile_as_written)
     clmad_kernel_release(k);
     /* ... and a plain one that it could not lower fails with the note. */
     cr_assert_eq(clmad_kernel_create(ctx, "T g(T (x)) { return x * x; }\n", "g", 1, 1, &k), CLMAD_ERR_BUILD);
-    cr_expect(test_contains(clmad_last_error(ctx), "since it did not parse it"), "%s", clmad_last_error(ctx));
-    cr_expect(test_contains(clmad_last_error(ctx), "parenthesised declarators"), "%s", clmad_last_error(ctx));
+    cr_expect(test_contains(clmad_last_error(ctx), "since it did not parse it"), "%s%s", test_case(),
+              clmad_last_error(ctx));
+    cr_expect(test_contains(clmad_last_error(ctx), "parenthesised declarators"), "%s%s", test_case(),
+              clmad_last_error(ctx));
     clmad_context_release(ctx);
 }
 
 /* Deep nesting is refused (an error, not a note): the front end's stack
  * stays bounded (more shapes in test_lower_scale). */
-Test(lower, deep_nesting)
+static void deep_nesting(void)
 {
     enum { DEPTH = 100000 };
     const char *shapes[] = {"(", "-", "{"};
@@ -298,12 +304,13 @@ Test(lower, deep_nesting)
         strcpy(o, j == 2 ? "" : "; }");
         char *out = NULL;
         cr_expect_eq(clmad_lower_source(src, &out), CLMAD_ERR_BUILD);
-        cr_expect(test_contains(clmad_last_error(NULL), "error: nested more than"), "%s", clmad_last_error(NULL));
+        cr_expect(test_contains(clmad_last_error(NULL), "error: nested more than"), "%sshape %d: %s", test_case(), j,
+                  clmad_last_error(NULL));
         free(src);
     }
 }
 
-Test(lower, null_arguments)
+static void null_arguments(void)
 {
     char *out = NULL;
     cr_assert_eq(clmad_lower_source(NULL, &out), CLMAD_ERR_INVALID_ARGUMENT);
@@ -312,7 +319,7 @@ Test(lower, null_arguments)
 }
 
 /* The first program a user writes: d/dx (x*y + 0.5) = y, d/dy = x. */
-Test(lower, first_program_gradients)
+static void first_program_gradients(void)
 {
     clmad_context *ctx = test_context();
     clmad_kernel *k = NULL;
@@ -320,4 +327,27 @@ Test(lower, first_program_gradients)
     expect_first_program(ctx, k);
     clmad_kernel_release(k);
     clmad_context_release(ctx);
+}
+
+/* ---- the test ------------------------------------------------------------- */
+
+/* Runs one case, its name in the messages of CHECK_OK and the checks above. */
+#define RUN_CASE(c) (test_set_case("%s", #c), c(), test_set_case(NULL))
+
+/* The front end's cases first; the two that run a kernel read f64 values
+ * (test_run2) last: a device without fp64 skips the rest at the first f64
+ * tensor. */
+Test(lower, all_cases)
+{
+    RUN_CASE(canonical_rules);
+    RUN_CASE(statements_and_declarations);
+    RUN_CASE(ad_sources_unchanged);
+    RUN_CASE(lines_kept);
+    RUN_CASE(errors_at_the_users_position);
+    RUN_CASE(recursion_refused);
+    RUN_CASE(unparsed_sources_compile_as_written);
+    RUN_CASE(deep_nesting);
+    RUN_CASE(null_arguments);
+    RUN_CASE(byte_order_mark_skipped);
+    RUN_CASE(first_program_gradients);
 }

@@ -32,11 +32,17 @@ OCLGRIND_TESTS ?= ^test_(broadcast_(cell|kepler|paper_p|random)|vocabulary|tape|
 
 .PHONY: test-asan test-tsan test-valgrind test-oclgrind test-reliability deps-reliability coverage-memcheck
 
+# $(call install_missing,PACKAGES): installs the Debian packages, named as
+# their commands, that are not on the PATH.
+define install_missing
+	@missing=; for p in $(1); do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	[ -z "$$missing" ] || { echo "installing$$missing"; \
+	  sudo_=$$(command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo); \
+	  $$sudo_ apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo_ apt-get install -y -qq $$missing; }
+endef
+
 deps-reliability:
-	@command -v valgrind >/dev/null && command -v oclgrind >/dev/null || \
-	  { echo "installing valgrind and oclgrind"; \
-	    sudo_=$$(command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo); \
-	    $$sudo_ apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo_ apt-get install -y -qq valgrind oclgrind; }
+	$(call install_missing,valgrind oclgrind)
 
 # $(call check_run,MODE,BUILD_DIR,CMAKE_ARGS,CTEST_ARGS,EXTRA_ENV,CACHES)
 # CACHES = seed: before the checked pass, POCL's kernel cache of each test
@@ -113,7 +119,6 @@ test-oclgrind: deps deps-reliability
 test-reliability: test-asan test-tsan test-valgrind test-oclgrind
 
 coverage-memcheck: deps
-	@command -v gcovr >/dev/null || { sudo_=$$(command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo); \
-	  $$sudo_ apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo_ apt-get install -y -qq gcovr; }
+	$(call install_missing,gcovr)
 	@scripts/coverage-by-test.sh build-coverage build-coverage/by-test
 	@scripts/coverage-report.py build-coverage/by-test '$(VALGRIND_TESTS)'

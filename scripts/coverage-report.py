@@ -9,8 +9,8 @@ OUT_DIR holds one gcovr JSON per test program, of a run with warm caches
 as memcheck runs it, cold/ the same of a first run as `make test` makes
 it, and times.tsv (scripts/coverage-by-test.sh). Prints the line coverage
 of src/ by every program together (first runs) and by the programs whose
-names match SET_REGEX (the memcheck set of mk/reliability.mk; warm runs), and the files the set leaves unreached
-or far behind. Fails (exit 1) when the set is more than --max-gap points
+names match SET_REGEX (the memcheck set of mk/reliability.mk; warm runs),
+and the files the set leaves unreached or far behind. Fails (exit 1) when the set is more than --max-gap points
 (default 5) behind, or leaves a file unreached that the whole suite reaches.
 --suggest prints a greedy choice: programs by new lines per second of their
 run, until the gap is under the limit and every reached file is reached.
@@ -25,6 +25,22 @@ import re
 import sys
 
 
+def lines_of(path):
+    """All code lines of src/ in one gcovr JSON, and those it reached."""
+    with open(path) as f:
+        data = json.load(f)
+    lines, hit = set(), set()
+    for entry in data["files"]:
+        for line in entry["lines"]:
+            if line.get("gcovr/noncode"):
+                continue
+            key = (entry["file"], line["line_number"])
+            lines.add(key)
+            if line["count"] > 0:
+                hit.add(key)
+    return lines, hit
+
+
 def load(out_dir):
     """Lines reached per program (warm runs), all lines, seconds."""
     covered, lines, times = {}, set(), {}
@@ -33,34 +49,15 @@ def load(out_dir):
             name, seconds, _ = row.rstrip("\n").split("\t")
             times[name] = float(seconds)
     for name in times:
-        with open(os.path.join(out_dir, name + ".json")) as f:
-            data = json.load(f)
-        hit = set()
-        for entry in data["files"]:
-            path = entry["file"]
-            for line in entry["lines"]:
-                if line.get("gcovr/noncode"):
-                    continue
-                key = (path, line["line_number"])
-                lines.add(key)
-                if line["count"] > 0:
-                    hit.add(key)
-        covered[name] = hit
+        all_lines, covered[name] = lines_of(os.path.join(out_dir, name + ".json"))
+        lines |= all_lines
     return covered, lines, times
 
 
 def load_cold(out_dir, names):
     """Lines reached per program in its first run, where recorded."""
-    cold = {}
-    for name in names:
-        path = os.path.join(out_dir, "cold", name + ".json")
-        if not os.path.exists(path):
-            continue
-        with open(path) as f:
-            data = json.load(f)
-        cold[name] = {(e["file"], l["line_number"]) for e in data["files"] for l in e["lines"]
-                      if l["count"] > 0 and not l.get("gcovr/noncode")}
-    return cold
+    paths = {name: os.path.join(out_dir, "cold", name + ".json") for name in names}
+    return {name: lines_of(path)[1] for name, path in paths.items() if os.path.exists(path)}
 
 
 def files_of(keys):

@@ -15,6 +15,11 @@ const char *test_case(void);
 /* Names the case under way (printf-style; NULL for none). */
 void test_set_case(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Runs one case of a grouped test under its name: the function c(), or the
+ * expression `call` under `name`. */
+#define RUN_CASE(c) RUN_CASE_AS(#c, c())
+#define RUN_CASE_AS(name, call) (test_set_case("%s", name), call, test_set_case(NULL))
+
 /* Asserts that a clmad call succeeded, printing the context's message if not.
  * CLMAD_ERR_UNSUPPORTED on a test device without fp64 skips the rest of the
  * test instead (test_skip_unsupported): what ran before (an f32 half) has

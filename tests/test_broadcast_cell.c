@@ -267,15 +267,12 @@ static void partial_activity_f64(void)
 
 /* ---- the tests ------------------------------------------------------------ */
 
-/* Runs one case, its name in the messages of CHECK_OK and the checks above. */
-#define RUN_CASE(name, call) (test_set_case("%s", name), call, test_set_case(NULL))
-
 Test(broadcast_cell, f32_cases)
 {
-    RUN_CASE("f32_row_controls", cell_full_check(CLMAD_F32, CTRL_ROW, CTRL_ROW, 11));
-    RUN_CASE("f32_column_controls", cell_full_check(CLMAD_F32, CTRL_COL, CTRL_COL, 12));
-    RUN_CASE("f32_full_controls", cell_full_check(CLMAD_F32, CTRL_FULL, CTRL_FULL, 13));
-    RUN_CASE("f32_row_and_column_controls", cell_full_check(CLMAD_F32, CTRL_ROW, CTRL_COL, 14));
+    RUN_CASE_AS("f32_row_controls", cell_full_check(CLMAD_F32, CTRL_ROW, CTRL_ROW, 11));
+    RUN_CASE_AS("f32_column_controls", cell_full_check(CLMAD_F32, CTRL_COL, CTRL_COL, 12));
+    RUN_CASE_AS("f32_full_controls", cell_full_check(CLMAD_F32, CTRL_FULL, CTRL_FULL, 13));
+    RUN_CASE_AS("f32_row_and_column_controls", cell_full_check(CLMAD_F32, CTRL_ROW, CTRL_COL, 14));
 }
 
 /* A test of its own, with no case name: test_broadcast_cell_no_fp64
@@ -287,8 +284,8 @@ Test(broadcast_cell, f64_full_controls) { cell_full_check(CLMAD_F64, CTRL_FULL, 
  * runs its f32 half, then skips the rest at its f64 half. */
 Test(broadcast_cell, f64_cases)
 {
-    RUN_CASE("all_active_controls_have_zero_partials", all_active_controls_have_zero_partials());
-    RUN_CASE("f64_row_controls", cell_full_check(CLMAD_F64, CTRL_ROW, CTRL_ROW, 21));
-    RUN_CASE("f64_column_controls", cell_full_check(CLMAD_F64, CTRL_COL, CTRL_COL, 22));
-    RUN_CASE("partial_activity_f64", partial_activity_f64());
+    RUN_CASE_AS("all_active_controls_have_zero_partials", all_active_controls_have_zero_partials());
+    RUN_CASE_AS("f64_row_controls", cell_full_check(CLMAD_F64, CTRL_ROW, CTRL_ROW, 21));
+    RUN_CASE_AS("f64_column_controls", cell_full_check(CLMAD_F64, CTRL_COL, CTRL_COL, 22));
+    RUN_CASE_AS("partial_activity_f64", partial_activity_f64());
 }

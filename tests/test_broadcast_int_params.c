@@ -623,9 +623,6 @@ static void wrong_signatures_are_refused_at_create(void)
 
 /* ---- the test ------------------------------------------------------------- */
 
-/* Runs one case, its name in the messages of CHECK_OK, REFUSED and gc_check. */
-#define RUN_CASE(c) (test_set_case("%s", #c), c(), test_set_case(NULL))
-
 /* The signatures first: every other case needs fp64, and a device without
  * it skips the rest at the first f64 tensor. */
 Test(broadcast_int_params, all_cases)

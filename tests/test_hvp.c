@@ -46,7 +46,7 @@ static size_t numel(const problem *pb, int k)
     return n;
 }
 
-/* Reset before each case (RUN_CASE): each draws what it drew in a process
+/* Reset before each case (RUN_HVP_CASE): each draws what it drew in a process
  * of its own. */
 #define RNG_SEED 12345
 static uint64_t rng_state = RNG_SEED;
@@ -827,30 +827,29 @@ static void axis_operations_over_an_empty_axis(void)
 
 /* ---- the test ------------------------------------------------------------- */
 
-/* Runs one case from the first random draw, its name in the messages of
- * CHECK_OK and gradient(). */
-#define RUN_CASE(c) (rng_state = RNG_SEED, test_set_case("%s", #c), c(), test_set_case(NULL))
+/* Runs one case (support.h) from the first random draw. */
+#define RUN_HVP_CASE(c) (rng_state = RNG_SEED, RUN_CASE(c))
 
 /* The f32 cases first: a device without fp64 skips the rest at the first
  * f64 call. */
 Test(hvp, all_cases)
 {
-    RUN_CASE(gather_closed_form_then_a_consumed_tape);
-    RUN_CASE(bad_arguments);
-    RUN_CASE(axis_operations_over_an_empty_axis);
-    RUN_CASE(mlp_against_differences_of_gradients);
-    RUN_CASE(mlp_with_mse_loss_against_differences_of_gradients);
-    RUN_CASE(mlp_with_softmax_cross_entropy_against_differences_of_gradients);
-    RUN_CASE(hmlstm_cell_against_differences_of_gradients);
-    RUN_CASE(data_dependent_loop_against_differences_of_gradients);
-    RUN_CASE(shape_operations_and_dot_against_differences_of_gradients);
-    RUN_CASE(max_against_differences_of_gradients);
-    RUN_CASE(logsumexp_against_differences_of_gradients);
-    RUN_CASE(softmax_against_differences_of_gradients);
-    RUN_CASE(log_softmax_against_differences_of_gradients);
-    RUN_CASE(softmax_and_logsumexp_closed_forms);
-    RUN_CASE(matmul_with_broadcast_batches_and_vectors_against_differences_of_gradients);
-    RUN_CASE(index_operations_against_differences_of_gradients);
-    RUN_CASE(cast_through_f32_against_differences_of_gradients);
-    RUN_CASE(symmetric_over_random_programs);
+    RUN_HVP_CASE(gather_closed_form_then_a_consumed_tape);
+    RUN_HVP_CASE(bad_arguments);
+    RUN_HVP_CASE(axis_operations_over_an_empty_axis);
+    RUN_HVP_CASE(mlp_against_differences_of_gradients);
+    RUN_HVP_CASE(mlp_with_mse_loss_against_differences_of_gradients);
+    RUN_HVP_CASE(mlp_with_softmax_cross_entropy_against_differences_of_gradients);
+    RUN_HVP_CASE(hmlstm_cell_against_differences_of_gradients);
+    RUN_HVP_CASE(data_dependent_loop_against_differences_of_gradients);
+    RUN_HVP_CASE(shape_operations_and_dot_against_differences_of_gradients);
+    RUN_HVP_CASE(max_against_differences_of_gradients);
+    RUN_HVP_CASE(logsumexp_against_differences_of_gradients);
+    RUN_HVP_CASE(softmax_against_differences_of_gradients);
+    RUN_HVP_CASE(log_softmax_against_differences_of_gradients);
+    RUN_HVP_CASE(softmax_and_logsumexp_closed_forms);
+    RUN_HVP_CASE(matmul_with_broadcast_batches_and_vectors_against_differences_of_gradients);
+    RUN_HVP_CASE(index_operations_against_differences_of_gradients);
+    RUN_HVP_CASE(cast_through_f32_against_differences_of_gradients);
+    RUN_HVP_CASE(symmetric_over_random_programs);
 }

@@ -576,10 +576,6 @@ static void broadcast_branching_on_a_label(void)
 
 /* ---- the test ------------------------------------------------------------- */
 
-/* Runs one case, its name in the messages of CHECK_OK, REFUSED, gc_check
- * and the checks above. */
-#define RUN_CASE(c) (test_set_case("%s", #c), c(), test_set_case(NULL))
-
 /* Every case needs fp64 but one_hot_and_cast, whose f32 half (one_hot, casts
  * to u8 and i32) comes first: a device without fp64 skips the rest at the
  * first f64 tensor. */

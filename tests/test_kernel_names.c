@@ -402,10 +402,7 @@ static void reserved_prefix_is_refused_at_its_line(void)
 
 /* ---- the test ------------------------------------------------------------- */
 
-/* Runs one case, its name in the messages of CHECK_OK and the checks above.
- * Every case is f32. */
-#define RUN_CASE(c) (test_set_case("%s", #c), c(), test_set_case(NULL))
-
+/* Every case is f32: no order for a device without fp64. */
 Test(kernel_names, generated_and_user_names)
 {
     RUN_CASE(every_generated_identifier_is_reserved);

@@ -331,9 +331,6 @@ static void first_program_gradients(void)
 
 /* ---- the test ------------------------------------------------------------- */
 
-/* Runs one case, its name in the messages of CHECK_OK and the checks above. */
-#define RUN_CASE(c) (test_set_case("%s", #c), c(), test_set_case(NULL))
-
 /* The front end's cases first; the two that run a kernel read f64 values
  * (test_run2) last: a device without fp64 skips the rest at the first f64
  * tensor. */

@@ -239,6 +239,9 @@ typedef struct clmad_options {
     int disable_grad;
     /* When broadcasts evaluate their partials (clmad_set_partials_policy). */
     clmad_partials_policy partials_policy;
+    /* 1: run every call eagerly, holding nothing back for fusion (see
+     * CLMAD_PARAM_DISABLE_FUSION). */
+    int disable_fusion;
 } clmad_options;
 
 /**
@@ -255,6 +258,16 @@ typedef struct clmad_options {
  *   RETAIN_TAPE        0 or 1
  *   DISABLE_GRAD       0 (recording on, the default) or 1
  *   PARTIALS_POLICY    a clmad_partials_policy
+ *   DISABLE_FUSION     0 (fusion on, the default) or 1. With fusion on, a
+ *                      broadcast with one output whose inputs need
+ *                      gradients is held back until its consumer is known:
+ *                      a loss clmad_dot(y, w) or clmad_sum(y) over it then
+ *                      runs as one kernel that never writes y, and backward
+ *                      installs the gradients that kernel wrote. Results are
+ *                      bitwise those of fusion off; any other call that
+ *                      could read y writes it first. The environment
+ *                      variable CLMAD_FUSE=0 turns fusion off for every
+ *                      context, whatever this parameter says (debugging).
  * The named calls (clmad_set_chunk_cap, clmad_set_retain_tape,
  * clmad_set_grad_enabled, clmad_set_partials_policy) set the same values.
  */
@@ -263,7 +276,8 @@ typedef struct clmad_options {
     X(CLMAD_PARAM_POOL_LIMIT_BYTES, 1, pool_limit_bytes, 0, INT64_MAX)                 \
     X(CLMAD_PARAM_RETAIN_TAPE, 2, retain_tape, 0, 1)                                   \
     X(CLMAD_PARAM_DISABLE_GRAD, 3, disable_grad, 0, 1)                                 \
-    X(CLMAD_PARAM_PARTIALS_POLICY, 4, partials_policy, 0, CLMAD_PARTIALS_RECOMPUTE)
+    X(CLMAD_PARAM_PARTIALS_POLICY, 4, partials_policy, 0, CLMAD_PARTIALS_RECOMPUTE) \
+    X(CLMAD_PARAM_DISABLE_FUSION, 5, disable_fusion, 0, 1)
 
 typedef enum clmad_context_param {
 #define CLMAD_CONTEXT_PARAM_ENUMERATOR_(id, value, field, lowest, highest) id = value,
@@ -421,6 +435,11 @@ typedef struct clmad_stats {
                                       (kept while the context lives) and those of live user
                                       kernels (a kernel's go when it is released and no tape
                                       node holds it) */
+    uint64_t fused_losses;         /* losses computed by a fused loss kernel (clmad_dot or
+                                      clmad_sum over a held broadcast, never writing it) */
+    uint64_t fusion_fallbacks;     /* fused losses whose gradients backward could not use
+                                      (the adjoint was not exactly 1, the broadcast had
+                                      other consumers, ...): it ran the eager backward */
 } clmad_stats;
 
 /** Reads the counters of ctx. */

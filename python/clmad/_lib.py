@@ -43,7 +43,7 @@ class DeviceInfo(Structure):
 class Options(Structure):
     _fields_ = [("device", c_char_p), ("cache_dir", c_char_p), ("disable_fp64", c_int),
                 ("pool_limit_bytes", c_uint64), ("chunk_cap", c_int), ("retain_tape", c_int),
-                ("disable_grad", c_int), ("partials_policy", c_int)]
+                ("disable_grad", c_int), ("partials_policy", c_int), ("disable_fusion", c_int)]
 
 
 class Stats(Structure):
@@ -53,7 +53,8 @@ class Stats(Structure):
                 ("pool_hits", c_uint64), ("pool_misses", c_uint64), ("tape_nodes", c_uint64),
                 ("tape_saved_bytes", c_uint64), ("kernels_launched", c_uint64),
                 ("bytes_moved", c_uint64), ("disk_cache_write_failures", c_uint64),
-                ("disk_cache_problem", c_char * 256), ("programs_live", c_uint64)]
+                ("disk_cache_problem", c_char * 256), ("programs_live", c_uint64),
+                ("fused_losses", c_uint64), ("fusion_fallbacks", c_uint64)]
 
 
 class OptimizerOptions(Structure):

@@ -3,6 +3,7 @@
  * argument checks, and recording when an input needs a gradient. */
 #include "broadcast/launch.h"
 #include "broadcast/node.h"
+#include "broadcast/held.h"
 #include "runtime/context.h"
 #include "tape/tape.h"
 #include "runtime/context_guard.h"
@@ -114,8 +115,16 @@ clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *
     if (!outputs)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_broadcast(%s): outputs is NULL",
                            k->fn_name);
-    if (clmad__should_record(ctx, inputs, k->n_inputs))
-        return clmad__bcast_record(ctx, k, inputs, &plan, outputs);
+    if (clmad__should_record(ctx, inputs, k->n_inputs)) {
+        /* Fusion: the forward waits for the output's consumer (held.c). */
+        clmad_held *held = clmad__bcast_held_new(ctx, k, inputs, &plan);
+        st = clmad__bcast_record(ctx, k, inputs, &plan, held != NULL, outputs);
+        if (held && st == CLMAD_OK)
+            clmad__hold(outputs[0], held);
+        else if (held)
+            held->drop(held);
+        return st;
+    }
     clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0};
     st = clmad__bcast_primal(k, &plan, inputs, values);
     if (st != CLMAD_OK)

@@ -11,6 +11,7 @@ const char *clmad__kernel_name(clmad_mode mode)
     case CLMAD_MODE_JVP: return "clmad__bcast_jvp";
     case CLMAD_MODE_VJP: return "clmad__bcast_vjp";
     case CLMAD_MODE_SECOND: return "clmad__bcast_second";
+    case CLMAD_MODE_LOSS: return "clmad__bcast_loss";
     default: return "clmad__bcast_stored";
     }
 }
@@ -51,6 +52,13 @@ int clmad__kernel_arguments(const clmad_variant *v, clmad_kernel_arg *args)
                 if (v->adj_scaled & (1u << o))
                     args[n++] = arg(CLMAD_ARG_ADJ_SCALE, o, 0, 0, 0);
             }
+        for (int s = 0; s < v->K; s++)
+            args[n++] = arg(CLMAD_ARG_GRAD, 0, s, 0, 0);
+    } else if (v->mode == CLMAD_MODE_LOSS) {
+        args[n++] = arg(CLMAD_ARG_PARTS, 0, 0, 0, 0);
+        args[n++] = arg(CLMAD_ARG_SUMS, 0, 0, 0, 0);
+        if (v->loss_weighted)
+            args[n++] = arg(CLMAD_ARG_WEIGHT, 0, 0, 0, 0);
         for (int s = 0; s < v->K; s++)
             args[n++] = arg(CLMAD_ARG_GRAD, 0, s, 0, 0);
     } else {
@@ -123,6 +131,9 @@ static const struct {
     [CLMAD_ARG_STRIDE] = {", ulong clmad__s%d_%d", "jd"},
     [CLMAD_ARG_PARTIAL_T] = {",\n    __global real *restrict clmad__pt%d_%d", "os"},
     [CLMAD_ARG_DIVISOR] = {", ulong clmad__div%d", "d"},
+    [CLMAD_ARG_PARTS] = {", ulong clmad__parts", ""},
+    [CLMAD_ARG_SUMS] = {",\n    __global real *restrict clmad__sums", ""},
+    [CLMAD_ARG_WEIGHT] = {",\n    __global const real *restrict clmad__w", ""},
 };
 
 static int index_of(const clmad_kernel_arg *a, char which)
@@ -141,6 +152,8 @@ void clmad__emit_signature(clmad_strbuf *sb, const clmad_variant *v)
             clmad__sb_printf(sb, format, clmad__kernel_name(v->mode));
         else if (a->kind == CLMAD_ARG_INPUT && v->integer[a->j])
             clmad__sb_printf(sb, ",\n    __global const %s *restrict clmad__x%d", clmad__input_type(v, a->j), a->j);
+        else if (!by[0])
+            clmad__sb_append(sb, format);
         else if (by[1])
             clmad__sb_printf(sb, format, index_of(a, by[0]), index_of(a, by[1]));
         else

@@ -18,7 +18,8 @@ int clmad__variant_equal(const clmad_variant *a, const clmad_variant *b)
         a->n_outputs != b->n_outputs || a->K != b->K || a->nd != b->nd ||
         a->write_values != b->write_values || a->adj_mask != b->adj_mask ||
         a->adj_scalar != b->adj_scalar || a->adj_scaled != b->adj_scaled || a->items != b->items ||
-        a->row_runs != b->row_runs || a->div_by_mul != b->div_by_mul)
+        a->row_runs != b->row_runs || a->div_by_mul != b->div_by_mul ||
+        a->loss_weighted != b->loss_weighted || a->loss_ranges != b->loss_ranges || a->loss_raw != b->loss_raw)
         return 0;
     size_t n = (size_t)a->n_inputs, K = (size_t)a->K;
     return memcmp(a->access, b->access, n) == 0 && memcmp(a->integer, b->integer, n) == 0 &&
@@ -55,7 +56,7 @@ static void emit_helpers(clmad_strbuf *sb, const clmad_variant *v)
                          "AD_INLINE real clmad__val(T a) { return ad_val(a); }\n");
     for (int s = 0; s < v->K; s++) {
         clmad__sb_printf(sb, "AD_INLINE real clmad__d%d(T a) { return a.d%d; }\n", s, s);
-        if (v->mode == CLMAD_MODE_PARTIALS || v->mode == CLMAD_MODE_VJP)
+        if (v->mode == CLMAD_MODE_PARTIALS || v->mode == CLMAD_MODE_VJP || v->mode == CLMAD_MODE_LOSS)
             clmad__sb_printf(sb, "AD_INLINE T clmad__seed%d(real x) { T r = ad_const(x); r.d%d = (real)1; "
                                  "return r; }\n", s, s);
         if (v->mode == CLMAD_MODE_SECOND)
@@ -136,7 +137,10 @@ int clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char
     emit_call_head(sb, v, "AD_INLINE ");
     clmad__sb_append(sb, ";\n#line 1 \"clmad-generated\"\n");
     clmad__emit_signature(sb, v);
-    clmad__emit_body(sb, v);
+    if (v->mode == CLMAD_MODE_LOSS)
+        clmad__emit_loss_body(sb, v);
+    else
+        clmad__emit_body(sb, v);
     /* Force-inline the user's functions: on POCL a dual-typed user function
      * left as a call keeps the work-item loop from vectorising (measured
      * 1.5-1.7x on the HM-LSTM cell, f32, K = 4). Only where the compiler is

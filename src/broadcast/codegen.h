@@ -14,9 +14,13 @@ typedef enum clmad_mode {
     CLMAD_MODE_VJP = 'G',       /* backward: per chunk slot s, g_s (+)= sum_o adj_o * d out_o/d slot s */
     CLMAD_MODE_STORED = 'S',    /* STORE backward: as VJP, with stored partials p_o_s for the
                                    derivatives (no inputs, no user function) */
-    CLMAD_MODE_SECOND = 'H'     /* second order (CLMAD_ORDER 2): as PARTIALS, each seeded input
+    CLMAD_MODE_SECOND = 'H',    /* second order (CLMAD_ORDER 2): as PARTIALS, each seeded input
                                    with a tangent; also the values' tangents and the partials'
                                    directional derivatives along it */
+    CLMAD_MODE_LOSS = 'L'       /* a fused loss over the one output y (fusion): the first pass
+                                   of the sum of y (or of y * w) as clmad_sum (clmad_dot) makes
+                                   it, and each slot's gradient for an adjoint of exactly 1
+                                   (times w), as backward would form it; y is never written */
 } clmad_mode;
 
 enum { CLMAD_ROWS_CROSSING = 1, CLMAD_ROWS_ALIGNED = 2 };
@@ -59,6 +63,12 @@ typedef struct clmad_variant {
     int div_by_mul;                     /* coordinates per element (items == 1, nd > 1) of
                                            fewer than 2^31 elements: each division by a
                                            dimension is a multiply-high (DIVISOR d) */
+    /* LOSS only: */
+    int loss_weighted;                  /* the loss sums y * w (clmad_dot), else y */
+    int loss_ranges;                    /* the sum's first pass by contiguous ranges in eight
+                                           lanes (runtime/reduce.c on CPUs), else interleaved */
+    int loss_raw;                       /* gradient = the partial itself (a stored partial
+                                           taken whole, node.c), else adjoint_times(1 or w, it) */
 } clmad_variant;
 
 /* The arguments of a generated kernel, in order: the one contract between
@@ -72,6 +82,7 @@ typedef struct clmad_variant {
  *   VJP and STORED: ADJ o for the outputs in adj_mask, each followed by its
  *     ADJ_SCALE where adj_scaled has its bit;  GRAD s;  VJP: INPUT j;
  *     STORED: STORED o s for the outputs in adj_mask (no inputs);
+ *   LOSS: PARTS, SUMS, WEIGHT when loss_weighted, GRAD s, INPUT j;
  *   when any input is strided: DIM d, then per strided input STRIDE j d,
  *     then with div_by_mul DIVISOR d for d = 1 .. nd - 1. */
 typedef enum clmad_arg_kind {
@@ -88,7 +99,10 @@ typedef enum clmad_arg_kind {
     CLMAD_ARG_DIM,         /* ulong: collapsed dimension d */
     CLMAD_ARG_STRIDE,      /* ulong: input j's element stride over dimension d */
     CLMAD_ARG_PARTIAL_T,   /* SECOND: the directional derivative of PARTIAL o s (written) */
-    CLMAD_ARG_DIVISOR      /* ulong: clmad__divisor_magic of collapsed dimension d */
+    CLMAD_ARG_DIVISOR,     /* ulong: clmad__divisor_magic of collapsed dimension d */
+    CLMAD_ARG_PARTS,       /* LOSS, ulong: work-items, each one partial sum */
+    CLMAD_ARG_SUMS,        /* LOSS: the partial sums (written) */
+    CLMAD_ARG_WEIGHT       /* LOSS: w, read at the element index */
 } clmad_arg_kind;
 
 typedef struct clmad_kernel_arg {
@@ -153,6 +167,11 @@ int clmad__log_blames_T(const char *log);
 void clmad__emit_signature(clmad_strbuf *sb, const clmad_variant *v);
 void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v);
 
+/* The element at clmad__e of the body: coordinates, inputs, the call into
+ * clmad__b<o> (codegen_body.c); the LOSS body around it (codegen_loss.c). */
+void clmad__emit_element(clmad_strbuf *sb, const clmad_variant *v);
+void clmad__emit_loss_body(clmad_strbuf *sb, const clmad_variant *v);
+
 /* The arguments of the user's function, clmad__a<j> for the inputs and,
  * with several outputs, clmad__b<o>, each after `input` or `output` (a
  * type, "&", or nothing). */
@@ -166,7 +185,7 @@ void clmad__unmacro(clmad_strbuf *sb, const char *const *words);
 void clmad__remacro(clmad_strbuf *sb, const char *const *words);
 
 /* Name of the generated kernel: clmad__bcast_<mode> (primal, partials,
- * jvp, vjp, stored, second), in the reserved prefix (no user function can take
+ * jvp, vjp, stored, second, loss), in the reserved prefix (no user function can take
  * it), so that profilers and POCL's kernel cache tell them apart
  * (scripts/check-vector.sh reads the latter). */
 const char *clmad__kernel_name(clmad_mode mode);

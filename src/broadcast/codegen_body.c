@@ -134,36 +134,11 @@ void clmad__remacro(clmad_strbuf *sb, const char *const *words)
         clmad__sb_printf(sb, "#pragma pop_macro(\"%s\")\n", *words);
 }
 
-void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v)
+/* One element at clmad__e (and the run's first, with row_runs): its
+ * coordinates, the inputs read through the helpers, and the call of the
+ * user's function into clmad__b<o>. */
+void clmad__emit_element(clmad_strbuf *sb, const clmad_variant *v)
 {
-    if (v->items > 1) {
-        /* A loop over this work-item's elements that clang's loop vectoriser
-         * vectorises before POCL's work-item loops are formed (see
-         * CLMAD_ITEMS_PER_WORK_ITEM). Elements are independent: each reads
-         * and writes its own index only. No min(): the user may define it
-         * as a macro. */
-        clmad__sb_printf(sb, "{\n    const ulong clmad__first = get_global_id(0) * %dUL;\n"
-                             "    const ulong clmad__last = clmad__first + %dUL < clmad__n ? "
-                             "clmad__first + %dUL : clmad__n;\n",
-                         v->items, v->items, v->items);
-        if (v->row_runs)
-            emit_row_offsets(sb, v);
-        /* Two 256-bit registers per value (16 floats, 8 doubles): on the
-         * HM-LSTM cell 1.3x faster than the vectoriser's own choice of one
-         * (the transcendental functions are latency-bound chains). */
-        clmad__sb_printf(sb, "    #pragma clang loop vectorize(assume_safety) vectorize_width(%d) "
-                             "interleave(disable)\n"
-                             "    for (ulong clmad__e = clmad__first; clmad__e < clmad__last; clmad__e++) {\n",
-                         v->dtype == CLMAD_F64 ? 8 : 16);
-    } else {
-        clmad__sb_append(sb, "{\n    const ulong clmad__e = get_global_id(0);\n"
-                             "    if (clmad__e >= clmad__n)\n        return;\n    {\n");
-    }
-    if (v->mode == CLMAD_MODE_STORED) {
-        emit_gradients(sb, v);
-        clmad__sb_append(sb, "    }\n}\n");
-        return;
-    }
     int strided = 0;
     for (int j = 0; j < v->n_inputs; j++)
         strided |= v->access[j] == CLMAD_ACCESS_STRIDED;
@@ -209,7 +184,7 @@ void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v)
         /* An integer parameter is read as it is: no seed, no tangent. */
         const int seeded = !v->integer[j] &&
                            (v->mode == CLMAD_MODE_PARTIALS || v->mode == CLMAD_MODE_VJP ||
-                            v->mode == CLMAD_MODE_SECOND) && v->slot[j] >= 0;
+                            v->mode == CLMAD_MODE_SECOND || v->mode == CLMAD_MODE_LOSS) && v->slot[j] >= 0;
         const int tangent = !v->integer[j] &&
                             ((v->mode == CLMAD_MODE_JVP && v->slot[j]) ||
                              (v->mode == CLMAD_MODE_SECOND && v->slot[j] != -1));
@@ -235,6 +210,39 @@ void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v)
     clmad__sb_append(sb, v->n_outputs == 1 ? "    clmad__b0 = clmad__call(" : "    clmad__call(");
     clmad__emit_call_arguments(sb, v, "", "&");
     clmad__sb_append(sb, ");\n");
+}
+
+void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v)
+{
+    if (v->items > 1) {
+        /* A loop over this work-item's elements that clang's loop vectoriser
+         * vectorises before POCL's work-item loops are formed (see
+         * CLMAD_ITEMS_PER_WORK_ITEM). Elements are independent: each reads
+         * and writes its own index only. No min(): the user may define it
+         * as a macro. */
+        clmad__sb_printf(sb, "{\n    const ulong clmad__first = get_global_id(0) * %dUL;\n"
+                             "    const ulong clmad__last = clmad__first + %dUL < clmad__n ? "
+                             "clmad__first + %dUL : clmad__n;\n",
+                         v->items, v->items, v->items);
+        if (v->row_runs)
+            emit_row_offsets(sb, v);
+        /* Two 256-bit registers per value (16 floats, 8 doubles): on the
+         * HM-LSTM cell 1.3x faster than the vectoriser's own choice of one
+         * (the transcendental functions are latency-bound chains). */
+        clmad__sb_printf(sb, "    #pragma clang loop vectorize(assume_safety) vectorize_width(%d) "
+                             "interleave(disable)\n"
+                             "    for (ulong clmad__e = clmad__first; clmad__e < clmad__last; clmad__e++) {\n",
+                         v->dtype == CLMAD_F64 ? 8 : 16);
+    } else {
+        clmad__sb_append(sb, "{\n    const ulong clmad__e = get_global_id(0);\n"
+                             "    if (clmad__e >= clmad__n)\n        return;\n    {\n");
+    }
+    if (v->mode == CLMAD_MODE_STORED) {
+        emit_gradients(sb, v);
+        clmad__sb_append(sb, "    }\n}\n");
+        return;
+    }
+    clmad__emit_element(sb, v);
     if (v->mode == CLMAD_MODE_VJP) {
         emit_gradients(sb, v);
         clmad__sb_append(sb, "    }\n}\n");

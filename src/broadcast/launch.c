@@ -18,7 +18,8 @@ void clmad__bcast_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, c
     v->n_outputs = k->n_outputs;
     v->nd = plan->any_strided && mode != CLMAD_MODE_STORED ? plan->nd : 0;
     v->write_values = 1;
-    v->items = clmad__items_per_work_item(k->ctx);
+    /* A loss kernel's work-item visits the elements of its partial sum. */
+    v->items = mode == CLMAD_MODE_LOSS ? 1 : clmad__items_per_work_item(k->ctx);
     if (mode != CLMAD_MODE_STORED && v->items > 1 && plan->any_strided) {
         size_t last = plan->dims[plan->nd - 1], items = (size_t)v->items;
         v->row_runs = last % items == 0 ? CLMAD_ROWS_ALIGNED : last > items ? CLMAD_ROWS_CROSSING : 0;
@@ -28,7 +29,8 @@ void clmad__bcast_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, c
     for (int j = 0; j < k->n_inputs; j++) {
         v->access[j] = (char)plan->access[j];
         v->integer[j] = clmad__kernel_integer(k, j) ? (char)k->params[j].dtype : 0;
-        v->slot[j] = mode == CLMAD_MODE_PARTIALS || mode == CLMAD_MODE_VJP || mode == CLMAD_MODE_SECOND ? -1 : 0;
+        v->slot[j] = mode == CLMAD_MODE_PARTIALS || mode == CLMAD_MODE_VJP || mode == CLMAD_MODE_SECOND ||
+                             mode == CLMAD_MODE_LOSS ? -1 : 0;
         if (v->nd > 0 && plan->access[j] == CLMAD_ACCESS_STRIDED) {
             size_t step = plan->strides[j][plan->nd - 1];
             v->last_step[j] = (char)(step == 0 ? CLMAD_STEP_ZERO : step == 1 ? CLMAD_STEP_ONE : CLMAD_STEP_ARGUMENT);
@@ -63,7 +65,10 @@ static uint64_t launch_bytes(const clmad_variant *v, const clmad_bcast_plan *pla
                              const clmad_launch_args *a)
 {
     uint64_t n = plan->numel, arrays = 0, small = 0, integer_bytes = 0;
-    if (v->mode == CLMAD_MODE_VJP || v->mode == CLMAD_MODE_STORED) {
+    if (v->mode == CLMAD_MODE_LOSS) {
+        arrays += (uint64_t)v->K + (v->loss_weighted ? 1 : 0);
+        small += a->parts;
+    } else if (v->mode == CLMAD_MODE_VJP || v->mode == CLMAD_MODE_STORED) {
         for (int o = 0; o < v->n_outputs; o++)
             if (v->adj_mask & (1u << o)) {
                 if (v->adj_scalar & (1u << o))
@@ -114,6 +119,8 @@ static const cl_mem *buffer_of(const clmad_kernel_arg *x, const clmad_variant *v
     case CLMAD_ARG_STORED: return &a->stored[x->o * v->K + x->s]->mem;
     case CLMAD_ARG_INPUT: return &a->inputs[x->j]->mem;
     case CLMAD_ARG_TANGENT_IN: return &a->tangents[x->j]->mem;
+    case CLMAD_ARG_SUMS: return &a->sums->mem;
+    case CLMAD_ARG_WEIGHT: return &a->weight->mem;
     default: return NULL; /* a number: COUNT, DIM, STRIDE */
     }
 }
@@ -129,7 +136,7 @@ clmad_status clmad__bcast_launch(clmad_kernel *k, const clmad_variant *v, const 
     clmad_kernel_arg args[CLMAD_MAX_KERNEL_ARGS];
     size_t sizes[CLMAD_MAX_KERNEL_ARGS];
     const void *values[CLMAD_MAX_KERNEL_ARGS];
-    cl_ulong numbers[1 + CLMAD_MAX_DIMS * (2 + CLMAD_MAX_INPUTS)]; /* COUNT, DIM, STRIDE, DIVISOR */
+    cl_ulong numbers[2 + CLMAD_MAX_DIMS * (2 + CLMAD_MAX_INPUTS)]; /* COUNT, PARTS, DIM, STRIDE, DIVISOR */
     int n_numbers = 0;
     const int n = clmad__kernel_arguments(v, args);
     for (int i = 0; i < n; i++) {
@@ -142,6 +149,7 @@ clmad_status clmad__bcast_launch(clmad_kernel *k, const clmad_variant *v, const 
         }
         cl_ulong *number = &numbers[n_numbers++];
         *number = x->kind == CLMAD_ARG_COUNT     ? plan->numel
+                  : x->kind == CLMAD_ARG_PARTS   ? a->parts
                   : x->kind == CLMAD_ARG_DIM     ? plan->dims[x->d]
                   : x->kind == CLMAD_ARG_DIVISOR ? clmad__divisor_magic(plan->dims[x->d])
                                                  : plan->strides[x->j][x->d];
@@ -152,7 +160,8 @@ clmad_status clmad__bcast_launch(clmad_kernel *k, const clmad_variant *v, const 
     if (st != CLMAD_OK)
         return st;
     size_t items = (size_t)v->items;
-    return clmad__enqueue_1d(ctx, kern, (plan->numel + items - 1) / items, launch_bytes(v, plan, a));
+    size_t work_items = v->mode == CLMAD_MODE_LOSS ? a->parts : (plan->numel + items - 1) / items;
+    return clmad__enqueue_1d(ctx, kern, work_items, launch_bytes(v, plan, a));
 }
 
 clmad_status clmad__bcast_primal(clmad_kernel *k, const clmad_bcast_plan *plan,

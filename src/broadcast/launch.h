@@ -18,6 +18,9 @@ typedef struct clmad_launch_args {
     clmad_tensor **stored;         /* STORED: the partials, n_outputs * K (output-major) */
     clmad_tensor **out_tangents;   /* SECOND: n_outputs tangents of the values */
     clmad_tensor **deriv_tangents; /* SECOND: n_outputs * K, the partials' directional derivatives */
+    clmad_tensor *sums;            /* LOSS: `parts` partial sums (derivs: the K gradients) */
+    clmad_tensor *weight;          /* LOSS with loss_weighted: w */
+    size_t parts;                  /* LOSS: work-items */
 } clmad_launch_args;
 
 /* The dtype of a call of k: its T inputs' (integer parameters have their own). */

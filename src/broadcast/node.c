@@ -24,6 +24,8 @@
 typedef struct bcast_data {
     clmad_kernel *k;            /* retained */
     uint64_t active;            /* bit j: input j needs a gradient */
+    int stored;                 /* the partials are there (a held forward stores them
+                                   when it runs: held.c) */
     int n_partials;             /* STORE: n_outputs * n_inputs, else 0 */
     clmad_tensor *partials[];   /* STORE: [o * n_in + j] */
 } bcast_data;
@@ -107,7 +109,7 @@ static clmad_status target_close(clmad_context *ctx, clmad_node *node, grad_targ
 static int take_partial(clmad_context *ctx, clmad_node *node, bcast_data *d, const clmad_bcast_plan *plan,
                         int j)
 {
-    if (!d->n_partials || node->n_outputs != 1 || ctx->tape.retain || !clmad__adjoint_is_one(ctx, node, 0))
+    if (!d->stored || node->n_outputs != 1 || ctx->tape.retain || !clmad__adjoint_is_one(ctx, node, 0))
         return 0;
     clmad_tensor *p = d->partials[j], *x = node->inputs[j], **slot = clmad__adjoint_slot(ctx, node, j);
     if (!p || !slot || *slot || !direct_target(node, d, plan, j) || p->dtype != x->dtype ||
@@ -141,7 +143,7 @@ static clmad_status chunked_backward(clmad_context *ctx, clmad_node *node, bcast
             scalar |= (unsigned)node->out_adj_scalar[o] << o;
             scaled |= (unsigned)(node->out_adj_scale[o] != NULL) << o;
         }
-    int cap = clmad_chunk_cap(ctx), store = d->n_partials > 0;
+    int cap = clmad_chunk_cap(ctx), store = d->stored;
     if (store) {
         /* A STORED kernel takes (outputs with an adjoint) x (K + 1) + K
          * buffers: at most 96 of them, well inside the 1024 bytes of
@@ -214,7 +216,7 @@ static int choose_store(const clmad_context *ctx, const clmad_bcast_plan *plan, 
 }
 
 clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
-                                 const clmad_bcast_plan *plan, clmad_tensor **outputs)
+                                 const clmad_bcast_plan *plan, int held, clmad_tensor **outputs)
 {
     int active[CLMAD_MAX_INPUTS], n_active = 0;
     uint64_t mask = 0;
@@ -233,7 +235,11 @@ clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tens
 
     clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0};
     clmad_status st;
-    if (store) {
+    if (held) {
+        /* The forward waits for its consumer (held.c), which runs it. */
+        st = clmad__bcast_new_outputs(ctx, plan, dtype, k->n_outputs, values);
+    } else if (store) {
+        d->stored = 1;
         st = clmad__bcast_run_partials(k, plan, inputs, active, values, d->partials);
         for (int i = 0; i < n_partials; i++)
             clmad__scope_keep(d->partials[i]); /* the node keeps them, not the caller */
@@ -261,6 +267,31 @@ clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tens
     clmad__node_keeps(ctx, node, kept);
     memcpy(outputs, values, (size_t)k->n_outputs * sizeof *outputs);
     return CLMAD_OK;
+}
+
+int clmad__bcast_direct_input(const clmad_node *node, const clmad_bcast_plan *plan, int j)
+{
+    return direct_target(node, node->data, plan, j);
+}
+
+int clmad__bcast_node_wants_partials(const clmad_node *node)
+{
+    const bcast_data *d = node->data;
+    return d->n_partials > 0 && !d->stored;
+}
+
+void clmad__bcast_node_store(clmad_context *ctx, clmad_node *node, clmad_tensor **partials)
+{
+    bcast_data *d = node->data;
+    uint64_t kept = 0;
+    for (int i = 0; i < d->n_partials; i++) {
+        d->partials[i] = partials[i];
+        clmad__scope_keep(partials[i]);
+        if (partials[i])
+            kept += partials[i]->capacity;
+    }
+    d->stored = 1;
+    clmad__node_keeps(ctx, node, kept);
 }
 
 int clmad__bcast_node(const clmad_node *node, clmad_kernel **k, uint64_t *active)

@@ -7,9 +7,22 @@
 #include "tape/tape.h"
 
 /* Records a broadcast node for k over a checked plan (tape.h's machinery)
- * and returns its outputs. */
+ * and returns its outputs; held: launches nothing (the caller holds the
+ * one output: held.h), the node keeps no partials until the held forward
+ * stores them (clmad__bcast_node_store). */
 clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
-                                 const clmad_bcast_plan *plan, clmad_tensor **outputs);
+                                 const clmad_bcast_plan *plan, int held, clmad_tensor **outputs);
+
+/* 1 if node (a broadcast's) is to keep partials (STORE) and has none yet. */
+int clmad__bcast_node_wants_partials(const clmad_node *node);
+
+/* The node keeps partials (n_outputs * n_inputs, output-major, NULL where
+ * inactive; taken) from now on. */
+void clmad__bcast_node_store(clmad_context *ctx, clmad_node *node, clmad_tensor **partials);
+
+/* 1 if input j of node (a broadcast's) can take its gradient in place: it
+ * reads at the element index and no other active input is the same tensor. */
+int clmad__bcast_direct_input(const clmad_node *node, const clmad_bcast_plan *plan, int j);
 
 /* 1 if node is a broadcast's: then *k is its kernel (not retained) and
  * *active has bit j set when input j needed a gradient (clmad_hvp). */

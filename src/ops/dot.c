@@ -4,11 +4,34 @@
  * adjoints (tape.h): a loss sum(y * w) costs one read of y and w forward
  * and nothing of its own backward. */
 #include "ops/ops.h"
+#include "ops/fused_loss.h"
 #include "tape/tape.h"
 #include "runtime/context_guard.h"
 
+#include <stdlib.h>
+
+/* A fused dot keeps which operand was the held broadcast. */
+typedef struct dot_data {
+    int y_input;
+    clmad_fused_loss *fused;
+} dot_data;
+
+static void dot_free(clmad_node *node)
+{
+    dot_data *d = node->data;
+    if (d)
+        clmad__fused_loss_free(d->fused);
+    free(d);
+    node->data = NULL;
+}
+
 static clmad_status dot_backward(clmad_context *ctx, clmad_node *node)
 {
+    dot_data *d = node->data;
+    int done = 0;
+    clmad_status st0 = d ? clmad__fused_loss_backward(ctx, node, d->y_input, d->fused, &done) : CLMAD_OK;
+    if (st0 != CLMAD_OK || done)
+        return st0;
     clmad_tensor *s = node->out_adj[0];
     clmad_status st = clmad__give_adjoint(ctx, node, 0, node->inputs[1], s);
     return st == CLMAD_OK ? clmad__give_adjoint(ctx, node, 1, node->inputs[0], s) : st;
@@ -75,9 +98,33 @@ static clmad_status dot_value(clmad_context *ctx, clmad_tensor *a, clmad_tensor 
     return CLMAD_OK;
 }
 
+/* The fused loss over whichever operand is a held broadcast (a * b is
+ * b * a, bitwise), into *y and *data; else *y NULL and nothing held. */
+static clmad_status try_fused(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **y,
+                              dot_data **data)
+{
+    *data = NULL;
+    int y_input = a->held ? 0 : 1;
+    clmad_fused_loss *fused;
+    clmad_status st = clmad__fused_loss(ctx, y_input ? b : a, y_input ? a : b, 0, NULL, &fused, y);
+    if (st != CLMAD_OK || !*y)
+        return st;
+    dot_data *d = malloc(sizeof *d);
+    if (!d) {
+        clmad__fused_loss_free(fused);
+        clmad_tensor_release(*y);
+        *y = NULL;
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory in clmad_dot");
+    }
+    d->y_input = y_input;
+    d->fused = fused;
+    *data = d;
+    return CLMAD_OK;
+}
+
 clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_dot");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_dot");
     clmad_status st = clmad__check_operands(ctx, "clmad_dot", a, b, out);
     if (st != CLMAD_OK)
         return st;
@@ -96,12 +143,15 @@ clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clm
         st = clmad__check_dtype(ctx, a->dtype);
     if (st != CLMAD_OK)
         return st;
-    clmad_tensor *y;
-    st = dot_value(ctx, a, b, &y);
+    clmad_tensor *y = NULL;
+    dot_data *data = NULL;
+    st = try_fused(ctx, a, b, &y, &data);
+    if (st == CLMAD_OK && !y)
+        st = dot_value(ctx, a, b, &y);
     if (st != CLMAD_OK)
         return st;
     clmad_tensor *in[2] = {a, b};
-    return clmad__finish_op(ctx, "clmad_dot", dot_backward, in, 2, y, NULL, NULL, st, out);
+    return clmad__finish_op(ctx, "clmad_dot", dot_backward, in, 2, y, data, dot_free, st, out);
 }
 
 int clmad__dot_node(const clmad_node *node)

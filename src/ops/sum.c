@@ -2,6 +2,7 @@
 /* clmad_sum and clmad_mean, and their adjoint: the output adjoint expanded
  * back over the summed axes (times 1/count for the mean). */
 #include "ops/ops.h"
+#include "ops/fused_loss.h"
 #include "tape/tape.h"
 #include "runtime/context_guard.h"
 
@@ -11,11 +12,25 @@
 typedef struct sum_data {
     int reduce[CLMAD_MAX_DIMS];
     double scale;
+    clmad_fused_loss *fused; /* a sum of a held broadcast, fused (fused_loss.h) */
 } sum_data;
+
+static void sum_free(clmad_node *node)
+{
+    sum_data *d = node->data;
+    if (d)
+        clmad__fused_loss_free(d->fused);
+    free(d);
+    node->data = NULL;
+}
 
 static clmad_status sum_backward(clmad_context *ctx, clmad_node *node)
 {
     sum_data *d = node->data;
+    int done = 0;
+    clmad_status fused = clmad__fused_loss_backward(ctx, node, 0, d->fused, &done);
+    if (fused != CLMAD_OK || done)
+        return fused;
     clmad_tensor *x = node->inputs[0], *adj = node->out_adj[0], *g = NULL;
     if (adj->numel == 1) {
         /* A sum to one value: its adjoint goes on as one value (scaled for
@@ -88,28 +103,31 @@ static clmad_status reduce_op(clmad_context *ctx, const char *name, clmad_tensor
     /* An empty mean is 0/0 (NaN), as in NumPy and PyTorch; its gradient
      * has x's empty shape, so the scale reaches no element. */
     d->scale = mean ? (count ? 1.0 / (double)count : NAN) : 1.0;
-    clmad_tensor *y;
-    clmad_status st = mean && count == 0
-                          ? clmad_tensor_fill(ctx, x->dtype, ndim, shape, NAN, &y)
-                          : clmad__reduce(ctx, x, d->reduce, d->scale, ndim, shape, &y);
+    clmad_tensor *y = NULL;
+    /* A whole sum of a held broadcast: one loss kernel (fused_loss.h). */
+    clmad_status st = mean || count != x->numel ? clmad__flush_held(ctx)
+                                                : clmad__fused_loss(ctx, x, NULL, ndim, shape, &d->fused, &y);
+    if (st == CLMAD_OK && !y)
+        st = mean && count == 0 ? clmad_tensor_fill(ctx, x->dtype, ndim, shape, NAN, &y)
+                                : clmad__reduce(ctx, x, d->reduce, d->scale, ndim, shape, &y);
     if (st != CLMAD_OK) {
-        free(d);
+        sum_free(&(clmad_node){.data = d});
         return st;
     }
-    return clmad__finish_op(ctx, name, sum_backward, &x, 1, y, d, clmad__free_node_data, st, out);
+    return clmad__finish_op(ctx, name, sum_backward, &x, 1, y, d, sum_free, st, out);
 }
 
 clmad_status clmad_sum(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
                        clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_sum");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_sum");
     return reduce_op(ctx, "clmad_sum", x, naxes, axes, keepdims, 0, out);
 }
 
 clmad_status clmad_mean(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
                         clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_mean");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_mean");
     return reduce_op(ctx, "clmad_mean", x, naxes, axes, keepdims, 1, out);
 }
 

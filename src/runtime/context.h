@@ -52,6 +52,8 @@ struct clmad_context {
     clmad_buffer_pool pool;
     clmad_stats stats;
     int chunk_cap;                  /* 0: the device default */
+    int fusion_disabled;            /* CLMAD_PARAM_DISABLE_FUSION (held.h) */
+    struct clmad_tensor *held_first; /* tensors whose writing is held back, oldest first */
     clmad_message error;
     clmad_tape_settings tape;
     cl_kernel kernels[CLMAD__DTYPE_COUNT][CLMAD_KERNEL_COUNT]; /* [dtype][id], kernels.c */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "runtime/context_guard.h"
 #include "runtime/context.h"
+#include "runtime/held.h"
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -10,7 +11,7 @@
 static _Thread_local char thread_token;
 static _Thread_local clmad_guard *innermost;
 
-clmad_status clmad__guard_enter(clmad_guard *g, const clmad_context *cctx, const char *call, int wait)
+clmad_status clmad__guard_enter(clmad_guard *g, const clmad_context *cctx, const char *call, int mode)
 {
     g->ctx = NULL;
     g->outer = innermost;
@@ -26,7 +27,7 @@ clmad_status clmad__guard_enter(clmad_guard *g, const clmad_context *cctx, const
     void *expected = NULL;
     while (!atomic_compare_exchange_weak_explicit(&ctx->busy_owner, &expected, self,
                                                   memory_order_acquire, memory_order_relaxed)) {
-        if (expected != NULL && !wait)
+        if (expected != NULL && mode != CLMAD_GUARD_WAITS)
             return clmad__refuse_concurrent(ctx, call);
         if (expected != NULL)
             sched_yield();
@@ -36,6 +37,9 @@ clmad_status clmad__guard_enter(clmad_guard *g, const clmad_context *cctx, const
     g->ctx = ctx;
     g->linked = 1;
     innermost = g;
+    /* Anything this call does may read a held tensor: write them first. */
+    if (mode == CLMAD_GUARD_REFUSE && ctx->held_first)
+        return clmad__flush_held(ctx);
     return CLMAD_OK;
 }
 

@@ -23,10 +23,13 @@ typedef struct clmad_guard {
 } clmad_guard;
 
 /* Marks ctx busy for this thread (NULL: nothing to mark). CLMAD_OK, or,
- * when another thread holds it and wait is 0, CLMAD_ERR_CONCURRENT_USE with
- * the message naming `call` (read through clmad_last_error(ctx) on this
- * thread). With wait 1, waits for the other thread's call to end. */
-clmad_status clmad__guard_enter(clmad_guard *g, const clmad_context *ctx, const char *call, int wait);
+ * when another thread holds it and mode is CLMAD_GUARD_REFUSE or
+ * CLMAD_GUARD_KEEPS_HELD, CLMAD_ERR_CONCURRENT_USE with the message naming
+ * `call` (read through clmad_last_error(ctx) on this thread). With
+ * CLMAD_GUARD_WAITS, waits for the other thread's call to end. The
+ * outermost CLMAD_GUARD_REFUSE call then flushes the held tensors
+ * (held.h), returning the flush's error. */
+clmad_status clmad__guard_enter(clmad_guard *g, const clmad_context *ctx, const char *call, int mode);
 
 /* Ends the call of g: the outermost call on the thread clears the mark. */
 void clmad__guard_leave(clmad_guard *g);
@@ -41,19 +44,30 @@ void clmad__guard_forget(const clmad_context *ctx);
 #endif
 
 /* First statement of a public call on ctx (may be NULL): returns
- * CLMAD_ERR_CONCURRENT_USE when another thread is inside ctx; leaves the
- * mark on every return (cleanup attribute; compilers without it get no
- * detection: the guard is then a no-op). */
+ * CLMAD_ERR_CONCURRENT_USE when another thread is inside ctx; then, in the
+ * outermost call, runs the work fusion holds back (held.h) and returns its
+ * error if it fails; leaves the mark on every return (cleanup attribute;
+ * compilers without it get no detection and no fusion: the guard is then
+ * a no-op). CLMAD_GUARD_HOLDING is for the calls that handle held tensors
+ * themselves (they fuse them or run what they read: clmad_dot, clmad_sum,
+ * clmad_mul, clmad_backward, clmad_tensor_read); CLMAD_GUARD_WAIT runs none
+ * (releases drop held work, they never need it). */
+enum { CLMAD_GUARD_REFUSE = 0, CLMAD_GUARD_WAITS = 1, CLMAD_GUARD_KEEPS_HELD = 2 };
 #if defined(__GNUC__)
-#define CLMAD_GUARD(ctx, call)                                                   \
+#define CLMAD_GUARD_MODE(ctx, call, mode)                                        \
     clmad_guard clmad_guard_ CLMAD_GUARD_CLEANUP;                                \
-    if (clmad__guard_enter(&clmad_guard_, (ctx), (call), 0) != CLMAD_OK)        \
-    return CLMAD_ERR_CONCURRENT_USE
+    const clmad_status clmad_guard_status_ =                                     \
+        clmad__guard_enter(&clmad_guard_, (ctx), (call), (mode));                \
+    if (clmad_guard_status_ != CLMAD_OK)                                         \
+    return clmad_guard_status_
+#define CLMAD_GUARD(ctx, call) CLMAD_GUARD_MODE(ctx, call, CLMAD_GUARD_REFUSE)
+#define CLMAD_GUARD_HOLDING(ctx, call) CLMAD_GUARD_MODE(ctx, call, CLMAD_GUARD_KEEPS_HELD)
 #define CLMAD_GUARD_WAIT(ctx)                                                    \
     clmad_guard clmad_guard_ CLMAD_GUARD_CLEANUP;                                \
-    clmad__guard_enter(&clmad_guard_, (ctx), NULL, 1)
+    clmad__guard_enter(&clmad_guard_, (ctx), NULL, CLMAD_GUARD_WAITS)
 #else
 #define CLMAD_GUARD(ctx, call) (void)0
+#define CLMAD_GUARD_HOLDING(ctx, call) (void)0
 #define CLMAD_GUARD_WAIT(ctx) (void)0
 #endif
 

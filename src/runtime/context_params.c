@@ -4,6 +4,8 @@
 #include "runtime/context_guard.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 
 static const struct {
     const char *name; /* the clmad_options field */
@@ -48,8 +50,16 @@ static void option_values(const clmad_options *opt, int64_t values[N_PARAMS])
     values[CLMAD_PARAM_RETAIN_TAPE] = opt->retain_tape;
     values[CLMAD_PARAM_DISABLE_GRAD] = opt->disable_grad;
     values[CLMAD_PARAM_PARTIALS_POLICY] = opt->partials_policy;
+    values[CLMAD_PARAM_DISABLE_FUSION] = opt->disable_fusion;
 }
-_Static_assert(N_PARAMS == CLMAD_PARAM_PARTIALS_POLICY + 1, "option_values: a parameter is missing");
+_Static_assert(N_PARAMS == CLMAD_PARAM_DISABLE_FUSION + 1, "option_values: a parameter is missing");
+
+/* CLMAD_FUSE=0 turns fusion off whatever the parameter says. */
+static int fusion_off_by_environment(void)
+{
+    const char *v = getenv("CLMAD_FUSE");
+    return v && strcmp(v, "0") == 0;
+}
 
 clmad_status clmad__check_options(const clmad_options *opt, const char *call)
 {
@@ -84,6 +94,7 @@ static void set(clmad_context *ctx, clmad_context_param param, int64_t value)
     case CLMAD_PARAM_RETAIN_TAPE: ctx->tape.retain = (int)value; break;
     case CLMAD_PARAM_DISABLE_GRAD: ctx->tape.grad_enabled = !value; break;
     case CLMAD_PARAM_PARTIALS_POLICY: ctx->tape.policy = (clmad_partials_policy)value; break;
+    case CLMAD_PARAM_DISABLE_FUSION: ctx->fusion_disabled = value || fusion_off_by_environment(); break;
     }
 }
 
@@ -126,6 +137,7 @@ clmad_status clmad_context_get_param(const clmad_context *ctx, clmad_context_par
     case CLMAD_PARAM_RETAIN_TAPE: *value = ctx->tape.retain; break;
     case CLMAD_PARAM_DISABLE_GRAD: *value = !ctx->tape.grad_enabled; break;
     case CLMAD_PARAM_PARTIALS_POLICY: *value = ctx->tape.policy; break;
+    case CLMAD_PARAM_DISABLE_FUSION: *value = ctx->fusion_disabled; break;
     }
     return CLMAD_OK;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "runtime/primitives.h"
 #include "runtime/tensor.h"
+#include "runtime/held.h"
 #include "runtime/scope.h"
 #include "base/strbuf.h"
 #include "runtime/context_guard.h"
@@ -195,9 +196,13 @@ clmad_status clmad_tensor_zeros(clmad_context *ctx, clmad_dtype dtype, int ndim,
 
 clmad_status clmad_tensor_read(clmad_tensor *t, void *host, size_t capacity_bytes)
 {
-    CLMAD_GUARD(t ? t->ctx : NULL, "clmad_tensor_read");
+    CLMAD_GUARD_HOLDING(t ? t->ctx : NULL, "clmad_tensor_read");
     if (!t)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tensor_read: tensor is NULL");
+    /* Reading the loss leaves the broadcast under it held (held.h). */
+    clmad_status ready = clmad__tensor_ready(t);
+    if (ready != CLMAD_OK)
+        return ready;
     size_t bytes = clmad__tensor_bytes(t);
     if (!host && bytes > 0)
         return clmad__fail(t->ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tensor_read: host is NULL");
@@ -243,6 +248,7 @@ clmad_tensor *clmad_tensor_retain(clmad_tensor *t)
 static void tensor_free(clmad_tensor *t)
 {
     clmad_context *ctx = t->ctx;
+    clmad__held_forget(t);
     clmad__scope_forget(t);
     clmad__tensor_unref(t->grad);
     if (t->wrapped) {

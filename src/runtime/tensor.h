@@ -31,6 +31,9 @@ struct clmad_tensor {
     uint64_t node_gen;
     int out_index;             /* which output of node */
     int tape_refs;             /* references held by tape nodes (as an input) */
+    /* Fusion (held.h): the work that will write mem, NULL once written. */
+    struct clmad_held *held;
+    struct clmad_tensor *held_next; /* the context's next held tensor */
 };
 
 /* Checks a tensor handed to `call` on ctx: CLMAD_ERR_STATE when ctx was

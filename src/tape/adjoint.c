@@ -90,6 +90,12 @@ int clmad__adjoint_is_one(const clmad_context *ctx, const clmad_node *node, int 
            node->out_adj_scalar[o] && !node->out_adj_scale[o];
 }
 
+int clmad__adjoint_is_seed(const clmad_context *ctx, const clmad_node *node, int o)
+{
+    const struct clmad_tape *tape = ctx->tape.state;
+    return tape && tape->ones_seed && node->out_adj[o] == tape->ones_seed;
+}
+
 /* Makes the adjoint slot of input j of node hold a full tensor (or nothing),
  * so that it can be accumulated into in place. */
 static clmad_status settle_adjoint_slot(clmad_context *ctx, clmad_node *node, int j)

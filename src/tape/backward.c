@@ -98,7 +98,9 @@ static clmad_status backward_pass(clmad_context *ctx, clmad_tensor *loss, clmad_
 
 clmad_status clmad_backward(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *seed)
 {
-    CLMAD_GUARD(ctx, "clmad_backward");
+    /* Held tensors stay held: no node reads them but the fused losses,
+     * which never do (held.h); every other consumer wrote them. */
+    CLMAD_GUARD_HOLDING(ctx, "clmad_backward");
     /* The gradients and adjoints backward makes are clmad's own, not the
      * caller's: no scope may release them. */
     if (ctx)

@@ -119,6 +119,11 @@ clmad_status clmad__give_adjoint(clmad_context *ctx, clmad_node *node, int j, cl
  * unexpanded (the loss sums the output, as clmad_sum does). */
 int clmad__adjoint_is_one(const clmad_context *ctx, const clmad_node *node, int o);
 
+/* 1 if out_adj[o] of node is the ones clmad_backward seeded it with (node
+ * is the loss; the seed is only ever handed on, never added into: nodes
+ * recorded after the loss have no adjoint). */
+int clmad__adjoint_is_seed(const clmad_context *ctx, const clmad_node *node, int o);
+
 /* Replaces a lazy out_adj[o] of node by a full tensor of the output's shape. */
 clmad_status clmad__materialize_adjoint(clmad_context *ctx, clmad_node *node, int o);
 

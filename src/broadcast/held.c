@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Held broadcasts: the forward of a recorded broadcast waits, with its
+ * kernel and inputs, until the output is read. Run, it is the forward that
+ * eager would have run (the partials too when the node stores them), so
+ * results do not change; a loss kernel may read it first (fused loss).
+ */
+#include "broadcast/held.h"
+#include "broadcast/launch.h"
+#include "broadcast/node.h"
+#include "runtime/scope.h"
+#include "tape/tape.h"
+
+#include <stdlib.h>
+
+typedef struct bcast_held {
+    clmad_held base;
+    clmad_kernel *k;          /* retained */
+    int read_by_loss;         /* a loss kernel has read it: one per output */
+    clmad_tensor *inputs[];   /* k->n_inputs, retained */
+} bcast_held;
+
+static void held_drop(clmad_held *base)
+{
+    bcast_held *h = (bcast_held *)base;
+    for (int j = 0; j < h->k->n_inputs; j++)
+        clmad__tensor_unref(h->inputs[j]);
+    clmad_kernel_release(h->k);
+    free(h);
+}
+
+/* Gives y the buffer of v and v y's (both made by the pool for the same
+ * shape and dtype): v's values become y's. */
+static void take_buffer(clmad_tensor *y, clmad_tensor *v)
+{
+    cl_mem mem = y->mem;
+    size_t capacity = y->capacity;
+    y->mem = v->mem, y->capacity = v->capacity;
+    v->mem = mem, v->capacity = capacity;
+}
+
+/* The node of y when y is the output of a broadcast on the current tape. */
+static clmad_node *broadcast_node(clmad_context *ctx, clmad_tensor *y, uint64_t *active)
+{
+    clmad_kernel *k;
+    if (!clmad__needs_grad(ctx, y) || !y->node || !clmad__bcast_node(y->node, &k, active))
+        return NULL;
+    return y->node;
+}
+
+static clmad_status held_run(clmad_held *base, clmad_tensor *y)
+{
+    bcast_held *h = (bcast_held *)base;
+    clmad_context *ctx = y->ctx;
+    clmad_kernel *k = h->k;
+    clmad_bcast_plan plan;
+    clmad_status st = clmad__plan_broadcast(ctx, k->fn_name, h->inputs, k->n_inputs, &plan);
+    uint64_t mask = 0;
+    clmad_node *node = broadcast_node(ctx, y, &mask);
+    if (st == CLMAD_OK && node && clmad__bcast_node_wants_partials(node)) {
+        int active[CLMAD_MAX_INPUTS];
+        for (int j = 0; j < k->n_inputs; j++)
+            active[j] = (int)((mask >> j) & 1u);
+        clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0}, *partials[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS] = {0};
+        st = clmad__bcast_run_partials(k, &plan, h->inputs, active, values, partials);
+        if (st == CLMAD_OK) {
+            take_buffer(y, values[0]);
+            clmad_tensor_release(values[0]);
+            clmad__bcast_node_store(ctx, node, partials);
+        }
+    } else if (st == CLMAD_OK) {
+        clmad_variant v;
+        clmad__bcast_variant(k, &plan, y->dtype, CLMAD_MODE_PRIMAL, &v);
+        clmad_launch_args a = {.values = &y, .inputs = h->inputs};
+        st = clmad__bcast_launch(k, &v, &plan, &a);
+    }
+    held_drop(base);
+    return st;
+}
+
+clmad_held *clmad__bcast_held_new(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+                                  const clmad_bcast_plan *plan)
+{
+    if (!clmad__fusion_enabled(ctx) || k->n_outputs != 1 || plan->numel == 0)
+        return NULL;
+    int n_active = 0;
+    for (int j = 0; j < k->n_inputs; j++) {
+        if (inputs[j]->wrapped)
+            return NULL;
+        if (clmad__kernel_integer(k, j) || !clmad__needs_grad(ctx, inputs[j]))
+            continue;
+        if (plan->access[j] != CLMAD_ACCESS_FULL)
+            return NULL;
+        for (int i = 0; i < j; i++)
+            if (inputs[i] == inputs[j])
+                return NULL; /* one tensor in two places: its gradient is a sum */
+        n_active++;
+    }
+    if (n_active == 0 || n_active > clmad_chunk_cap(ctx))
+        return NULL;
+    bcast_held *h = calloc(1, sizeof *h + (size_t)k->n_inputs * sizeof h->inputs[0]);
+    if (!h)
+        return NULL; /* then eager: nothing is lost */
+    h->base.run = held_run;
+    h->base.drop = held_drop;
+    k->refcount++;
+    h->k = k;
+    for (int j = 0; j < k->n_inputs; j++)
+        h->inputs[j] = clmad_tensor_retain(inputs[j]);
+    return &h->base;
+}
+
+int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w)
+{
+    uint64_t mask;
+    if (!y->held || y->held->run != held_run || ((bcast_held *)y->held)->read_by_loss ||
+        !broadcast_node(ctx, y, &mask) || !clmad__dtype_is_float(y->dtype))
+        return 0;
+    if (!w)
+        return 1;
+    return !w->held && w->dtype == y->dtype && clmad__same_shape(w, y) && !clmad__needs_grad(ctx, w);
+}
+
+clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, int raw,
+                                     clmad_tensor *sums, size_t parts, int ranges, clmad_loss_grads *g)
+{
+    bcast_held *h = (bcast_held *)y->held;
+    clmad_kernel *k = h->k;
+    clmad_bcast_plan plan;
+    clmad_status st = clmad__plan_broadcast(ctx, k->fn_name, h->inputs, k->n_inputs, &plan);
+    uint64_t mask = 0;
+    broadcast_node(ctx, y, &mask);
+    clmad_variant v;
+    clmad__bcast_variant(k, &plan, y->dtype, CLMAD_MODE_LOSS, &v);
+    v.loss_weighted = w != NULL;
+    v.loss_ranges = ranges;
+    v.loss_raw = raw;
+    g->n = 0;
+    clmad__scope_pause(ctx); /* the gradients are clmad's until backward hands them on */
+    for (int j = 0; j < k->n_inputs && st == CLMAD_OK; j++) {
+        if (!((mask >> j) & 1u))
+            continue;
+        clmad_tensor *x = h->inputs[j];
+        st = clmad_tensor_create(ctx, x->dtype, x->ndim, x->shape, NULL, &g->grad[g->n]);
+        if (st == CLMAD_OK) {
+            v.slot[j] = (signed char)g->n;
+            g->input[g->n++] = j;
+        }
+    }
+    clmad__scope_resume(ctx);
+    v.K = g->n;
+    if (st == CLMAD_OK) {
+        clmad_launch_args a = {.derivs = g->grad, .inputs = h->inputs, .sums = sums, .weight = w, .parts = parts};
+        st = clmad__bcast_launch(k, &v, &plan, &a);
+    }
+    if (st != CLMAD_OK) {
+        clmad__release_all(g->grad, g->n);
+        g->n = 0;
+        return st;
+    }
+    h->read_by_loss = 1;
+    return CLMAD_OK;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Held broadcasts (fusion): a recorded broadcast's forward waits for its
+ * output's consumer; a loss over it (ops/fused_loss.c) then runs as one
+ * loss kernel that never writes the output. */
+#ifndef CLMAD_BROADCAST_HELD_H
+#define CLMAD_BROADCAST_HELD_H
+
+#include "broadcast/kernel.h"
+#include "runtime/held.h"
+
+/* The held forward of k over inputs (retained) when fusion may hold it: it
+ * is on, k has one output of at least one element, the inputs that need a
+ * gradient (1 to the chunk cap of them) are distinct and read at the
+ * element index, and no input is a wrapped buffer (the caller could write
+ * it behind clmad's back). Else NULL: run it now. Hand it to clmad__hold
+ * with the output, after recording the node as held. */
+clmad_held *clmad__bcast_held_new(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
+                                  const clmad_bcast_plan *plan);
+
+/* The gradients a loss kernel wrote: per input of y's node that needs one. */
+typedef struct clmad_loss_grads {
+    int n;
+    int input[CLMAD_MAX_INPUTS];          /* which input of the node */
+    clmad_tensor *grad[CLMAD_MAX_INPUTS]; /* of that input's shape */
+} clmad_loss_grads;
+
+/* 1 if y is a held broadcast's output on the current tape that no loss
+ * kernel has read yet, and w (NULL for a plain sum) has y's shape and
+ * dtype, needs no gradient and is not held. */
+int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w);
+
+/* Runs the loss kernel over held y (clmad__bcast_loss_fusible): sums gets
+ * the `parts` partial sums of y (or y * w) that the first pass of
+ * clmad_sum (clmad_dot) makes, ranges as runtime/reduce.c chooses; g the
+ * gradients of y's node's inputs for an adjoint of y of exactly 1 (times
+ * w): the partials themselves when raw (a STORE node's, taken whole),
+ * else formed as backward forms them. y stays held. */
+clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, int raw,
+                                     clmad_tensor *sums, size_t parts, int ranges, clmad_loss_grads *g);
+
+#endif

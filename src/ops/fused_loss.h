@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Fused losses: clmad_dot(y, w) and clmad_sum(y) over a held broadcast y
+ * as one loss kernel (broadcast/held.h), and their backward. */
+#ifndef CLMAD_FUSED_LOSS_H
+#define CLMAD_FUSED_LOSS_H
+
+#include "ops/ops.h"
+#include "runtime/held.h"
+
+typedef struct clmad_fused_loss clmad_fused_loss;
+
+/* The loss sum(y) (w NULL) or dot(y, w) of out_ndim/out_shape, by a loss
+ * kernel when clmad__bcast_loss_fusible: *out the value, bitwise that of
+ * the eager call, and *fused what its node keeps for backward (free with
+ * clmad__fused_loss_free). Otherwise (or when the loss kernel cannot be
+ * built: said at CLMAD_LOG=info) *out is NULL and every held tensor has
+ * been written: the caller goes on eagerly. */
+clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, int out_ndim,
+                               const size_t *out_shape, clmad_fused_loss **fused, clmad_tensor **out);
+
+/* Backward of a fused loss's node, whose input y_input was y: when its
+ * adjoint is clmad_backward's seed (so nothing else reaches y), hands the loss
+ * kernel's gradients to y's node's inputs and sets *done (nothing reaches
+ * y); else releases them, counts a fallback and leaves *done 0 (the
+ * caller's eager backward). Only the first backward uses them. */
+clmad_status clmad__fused_loss_backward(clmad_context *ctx, clmad_node *node, int y_input,
+                                        clmad_fused_loss *fused, int *done);
+
+void clmad__fused_loss_free(clmad_fused_loss *fused);
+
+#endif

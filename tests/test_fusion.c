@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Fusion (CLMAD_PARAM_DISABLE_FUSION): a loss over a held broadcast runs as
+ * one loss kernel, and every result must be bitwise that of the eager run.
+ * Each case runs the same program on two contexts, fusion on and off, over
+ * the same inputs (special values among them: +-0, +-inf, NaN, subnormals),
+ * and compares the loss, every gradient and every forced intermediate
+ * bitwise (a NaN equals any NaN: first_difference). The cases cover the loss forms (clmad_dot either way round,
+ * clmad_sum, keepdims), both partials policies, f32 and f64, sizes 1 to
+ * 2^20, a broadcast (row) input, and the hazards that must force the held
+ * work or fall back: reading y, a user seed, a retained tape run twice,
+ * gradients already present, y feeding another op, y released early, the
+ * loss used further. The fused runs' kernel and pass counts are checked
+ * through clmad_stats.
+ */
+#include <criterion/criterion.h>
+
+#include "support.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Branches and a data-dependent loop, as user kernels have them. */
+static const char *SOURCE =
+    "T f(T a, T b, T c)\n"
+    "{\n"
+    "    if (ad_val(c) > 0.5) return ad_mul(ad_sin(a), b);\n"
+    "    T s = a;\n"
+    "    for (int i = 0; i < 3 && ad_val(s) < 4; i++) s = ad_add(ad_mul(s, b), a);\n"
+    "    return s;\n"
+    "}\n";
+
+enum form { DOT, DOT_SWAPPED, SUM, SUM_KEEPDIMS };
+enum hazard { NONE, READ_Y, READ_Y_FIRST, SEED, RETAIN, GRAD_PRESENT, Y_USED_TWICE, RELEASE_Y, LOSS_USED };
+static const char *FORMS[] = {"dot(y, w)", "dot(w, y)", "sum(y)", "sum(y, keepdims)"};
+static const char *HAZARDS[] = {"none", "read y", "read y first", "seed", "retain", "grad present",
+                                "y used twice", "release y", "loss used"};
+
+typedef struct results {
+    unsigned char *bytes;
+    size_t len, cap;
+    clmad_stats stats; /* of the forward + backward */
+} results;
+
+static void keep(clmad_context *ctx, results *r, clmad_tensor *t)
+{
+    size_t n = clmad_tensor_numel(t) * clmad_dtype_size(clmad_tensor_dtype(t));
+    if (r->len + n > r->cap) {
+        r->cap = 2 * (r->len + n);
+        r->bytes = realloc(r->bytes, r->cap);
+        cr_assert(r->bytes);
+    }
+    CHECK_OK(ctx, clmad_tensor_read(t, r->bytes + r->len, n));
+    r->len += n;
+}
+
+static void keep_grad(clmad_context *ctx, results *r, clmad_tensor *x)
+{
+    clmad_tensor *g = NULL;
+    CHECK_OK(ctx, clmad_tensor_grad(x, &g));
+    cr_assert(g, "%sno gradient", test_case());
+    keep(ctx, r, g);
+    clmad_tensor_release(g);
+}
+
+/* A value of element e: mostly ordinary, with the special values among them. */
+static double value(size_t e, int which)
+{
+    static const double special[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1e-40, -1e-310, 0.75};
+    if (e % 97 == (size_t)(13 + which))
+        return special[(e / 97 + (size_t)which) % 8];
+    return sin((double)e * (1.3 + which)) * (2.0 + which);
+}
+
+static clmad_tensor *make(clmad_context *ctx, clmad_dtype dt, int ndim, const size_t *shape, int which, int grad)
+{
+    size_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        n *= shape[d];
+    void *h = malloc(n * 8 + 8);
+    for (size_t e = 0; e < n; e++) {
+        double v = value(e, which);
+        if (dt == CLMAD_F64)
+            ((double *)h)[e] = v;
+        else
+            ((float *)h)[e] = (float)v;
+    }
+    clmad_tensor *t;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, dt, ndim, shape, h, &t));
+    free(h);
+    if (grad)
+        CHECK_OK(ctx, clmad_tensor_set_requires_grad(t, 1));
+    return t;
+}
+
+typedef struct program {
+    clmad_dtype dtype;
+    size_t rows, cols;
+    int form, hazard;
+    clmad_partials_policy policy;
+} program;
+
+static void run(clmad_context *ctx, const program *p, results *r)
+{
+    size_t shape[2] = {p->rows, p->cols}, row[2] = {1, p->cols};
+    clmad_kernel *k;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, SOURCE, "f", 3, 1, &k));
+    CHECK_OK(ctx, clmad_set_partials_policy(ctx, p->policy));
+    CHECK_OK(ctx, clmad_set_retain_tape(ctx, p->hazard == RETAIN));
+    clmad_tensor *a = make(ctx, p->dtype, 2, shape, 0, 1), *b = make(ctx, p->dtype, 2, shape, 1, 1);
+    clmad_tensor *c = make(ctx, p->dtype, 2, row, 2, 0), *w = make(ctx, p->dtype, 2, shape, 3, 0);
+    clmad_tensor *in[3] = {a, b, c}, *y, *loss, *other = NULL;
+    clmad_stats s0, s1;
+    CHECK_OK(ctx, clmad_context_stats(ctx, &s0));
+    for (int step = 0; step < (p->hazard == GRAD_PRESENT ? 2 : 1); step++) {
+        CHECK_OK(ctx, clmad_broadcast(ctx, k, in, &y));
+        if (p->hazard == READ_Y_FIRST)
+            keep(ctx, r, y);
+        int axes_all = 0;
+        switch (p->form) {
+        case DOT: CHECK_OK(ctx, clmad_dot(ctx, y, w, &loss)); break;
+        case DOT_SWAPPED: CHECK_OK(ctx, clmad_dot(ctx, w, y, &loss)); break;
+        default: CHECK_OK(ctx, clmad_sum(ctx, y, axes_all, NULL, p->form == SUM_KEEPDIMS, &loss));
+        }
+        keep(ctx, r, loss);
+        if (p->hazard == READ_Y)
+            keep(ctx, r, y);
+        if (p->hazard == Y_USED_TWICE)
+            CHECK_OK(ctx, clmad_exp(ctx, y, &other));
+        if (p->hazard == RELEASE_Y) {
+            clmad_tensor_release(y);
+            y = NULL;
+        }
+        clmad_tensor *target = loss, *seed = NULL;
+        if (p->hazard == LOSS_USED)
+            CHECK_OK(ctx, clmad_exp(ctx, loss, &target));
+        if (p->hazard == SEED) {
+            size_t one = 1;
+            CHECK_OK(ctx, clmad_tensor_fill(ctx, p->dtype, clmad_tensor_ndim(loss), &one, 1.0, &seed));
+        }
+        CHECK_OK(ctx, clmad_backward(ctx, target, seed));
+        if (p->hazard == RETAIN)
+            CHECK_OK(ctx, clmad_backward(ctx, target, seed));
+        if (target != loss)
+            clmad_tensor_release(target);
+        clmad_tensor_release(seed);
+        if (y && p->hazard != RELEASE_Y && step == 0)
+            keep(ctx, r, y); /* forced after backward */
+        clmad_tensor_release(y);
+        clmad_tensor_release(loss);
+        clmad_tensor_release(other);
+        other = NULL;
+    }
+    CHECK_OK(ctx, clmad_context_stats(ctx, &s1));
+    keep_grad(ctx, r, a);
+    keep_grad(ctx, r, b);
+    clmad_tape_clear(ctx);
+    r->stats.fused_losses = s1.fused_losses - s0.fused_losses;
+    r->stats.fusion_fallbacks = s1.fusion_fallbacks - s0.fusion_fallbacks;
+    r->stats.kernels_launched = s1.kernels_launched - s0.kernels_launched;
+    r->stats.bytes_moved = s1.bytes_moved - s0.bytes_moved;
+    clmad_tensor *all[] = {a, b, c, w};
+    for (int i = 0; i < 4; i++)
+        clmad_tensor_release(all[i]);
+    clmad_kernel_release(k);
+}
+
+static clmad_context *on, *off;
+
+/* The first byte where a and b differ, element by element of `size`
+ * bytes; a.len if none. Bitwise, signs of zero included, except that a NaN
+ * equals any NaN: IEEE 754 leaves a NaN's sign and payload open, and
+ * vectorised and scalar code of one kernel do give sin(inf) different ones. */
+static size_t first_difference(const results *a, const results *b, size_t size)
+{
+    for (size_t at = 0; at < a->len; at += size) {
+        if (memcmp(a->bytes + at, b->bytes + at, size) == 0)
+            continue;
+        double x, y;
+        if (size == 8) {
+            memcpy(&x, a->bytes + at, 8);
+            memcpy(&y, b->bytes + at, 8);
+        } else {
+            float fx, fy;
+            memcpy(&fx, a->bytes + at, 4);
+            memcpy(&fy, b->bytes + at, 4);
+            x = fx, y = fy;
+        }
+        if (!(isnan(x) && isnan(y)))
+            return at;
+    }
+    return a->len;
+}
+
+static void check(const program *p)
+{
+    test_set_case("%s %zux%zu %s %s %s: ", p->dtype == CLMAD_F64 ? "f64" : "f32", p->rows, p->cols,
+                  FORMS[p->form], HAZARDS[p->hazard], p->policy == CLMAD_PARTIALS_STORE ? "STORE" : "RECOMPUTE");
+    results fused = {0}, eager = {0};
+    run(on, p, &fused);
+    run(off, p, &eager);
+    cr_assert_eq(fused.len, eager.len, "%sresult sizes differ", test_case());
+    size_t at = first_difference(&fused, &eager, p->dtype == CLMAD_F64 ? 8 : 4);
+    cr_assert(at == fused.len, "%sfused and eager results differ at byte %zu of %zu", test_case(), at, fused.len);
+    cr_assert_eq(eager.stats.fused_losses, 0, "%sfusion off fused a loss", test_case());
+    /* The plain case fuses and uses the loss kernel's gradients (one
+     * element reads every input as a scalar: eager then). */
+    if ((p->hazard == NONE || p->hazard == RELEASE_Y) && p->rows * p->cols > 1) {
+        cr_assert_eq(fused.stats.fused_losses, 1, "%sno fused loss", test_case());
+        cr_assert_eq(fused.stats.fusion_fallbacks, 0, "%sa fallback", test_case());
+    }
+    if (p->hazard == SEED || p->hazard == LOSS_USED)
+        cr_assert_eq(fused.stats.fusion_fallbacks, fused.stats.fused_losses, "%sa fused gradient was used",
+                     test_case());
+    if (p->hazard == READ_Y_FIRST)
+        cr_assert_eq(fused.stats.fused_losses, 0, "%sfused a written y", test_case());
+    free(fused.bytes);
+    free(eager.bytes);
+    test_set_case(NULL);
+}
+
+/* Passes over memory of the fused dot (a, b, w read; two gradients written)
+ * against eager's, from clmad_stats at 2 x 32771 elements (the row input c
+ * adds half a pass). */
+static void check_passes(void)
+{
+    program p = {CLMAD_F32, 2, 32771, DOT, RELEASE_Y, CLMAD_PARTIALS_STORE};
+    results fused = {0}, eager = {0};
+    test_set_case("passes: ");
+    run(on, &p, &fused);
+    run(off, &p, &eager);
+    double n = 2 * 32771.0 * 4, passes = (double)fused.stats.bytes_moved / n, eager_passes = (double)eager.stats.bytes_moved / n;
+    cr_assert(passes < 5.6 && passes >= 5.0, "fused dot: %.2f passes, not 5", passes);
+    cr_assert(eager_passes > 9.9, "eager dot: %.2f passes", eager_passes);
+    cr_assert(fused.stats.kernels_launched < eager.stats.kernels_launched, "fused %llu kernels, eager %llu",
+              (unsigned long long)fused.stats.kernels_launched, (unsigned long long)eager.stats.kernels_launched);
+    free(fused.bytes);
+    free(eager.bytes);
+    test_set_case(NULL);
+}
+
+Test(fusion, bitwise_equal_to_eager, .timeout = 900)
+{
+    clmad_options opt = {0};
+    on = test_context_with(&opt);
+    opt.disable_fusion = 1;
+    off = test_context_with(&opt);
+    int64_t v;
+    CHECK_OK(off, clmad_context_get_param(off, CLMAD_PARAM_DISABLE_FUSION, &v));
+    cr_assert_eq(v, 1);
+    check_passes();
+    static const size_t sizes[][2] = {{1, 1}, {1, 7}, {3, 11}, {5, 13107}, {1024, 1024}};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int form = DOT; form <= SUM_KEEPDIMS; form++)
+            for (int pol = 0; pol < 2; pol++) {
+                program p = {CLMAD_F32, sizes[s][0], sizes[s][1], form, NONE,
+                             pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE};
+                check(&p);
+            }
+    for (int hazard = READ_Y; hazard <= LOSS_USED; hazard++)
+        for (int form = DOT; form <= SUM; form += 2)
+            for (int pol = 0; pol < 2; pol++) {
+                program p = {CLMAD_F32, 3, 33, form, hazard, pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE};
+                check(&p);
+            }
+    if (test_device_fp64())
+        for (int form = DOT; form <= SUM; form += 2) {
+            program p = {CLMAD_F64, 7, 33, form, NONE, CLMAD_PARTIALS_STORE};
+            check(&p);
+        }
+    clmad_context_release(on);
+    clmad_context_release(off);
+}

@@ -14,6 +14,9 @@ static clmad_status dot_backward(clmad_context *ctx, clmad_node *node)
     return st == CLMAD_OK ? clmad__give_adjoint(ctx, node, 1, node->inputs[0], s) : st;
 }
 
+const clmad_op clmad__op_dot = {
+    .name = "clmad_dot", .backward = dot_backward, .kind = CLMAD_OP_REDUCTION, .reduction = CLMAD_REDUCTION_DOT};
+
 /* The first pass of the sum of a * b into dst: the parts (or ranges) of
  * clmad__reduce's first pass over a contiguous product, so that the result
  * is bitwise that of clmad_sum(clmad_mul(a, b)). */
@@ -101,10 +104,5 @@ clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clm
     if (st != CLMAD_OK)
         return st;
     clmad_tensor *in[2] = {a, b};
-    return clmad__finish_op(ctx, "clmad_dot", dot_backward, in, 2, y, NULL, NULL, st, out);
-}
-
-int clmad__dot_node(const clmad_node *node)
-{
-    return node->backward == dot_backward;
+    return clmad__finish_op(ctx, &clmad__op_dot, in, 2, y, NULL, st, out);
 }

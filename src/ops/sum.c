@@ -50,9 +50,16 @@ static clmad_status sum_backward(clmad_context *ctx, clmad_node *node)
     return clmad__accumulate_input(ctx, node, 0, g);
 }
 
-static clmad_status reduce_op(clmad_context *ctx, const char *name, clmad_tensor *x, int naxes,
-                              const int *axes, int keepdims, int mean, clmad_tensor **out)
+const clmad_op clmad__op_sum = {.name = "clmad_sum", .backward = sum_backward, .free_data = clmad__free_node_data,
+                                .kind = CLMAD_OP_REDUCTION, .reduction = CLMAD_REDUCTION_SUM};
+const clmad_op clmad__op_mean = {.name = "clmad_mean", .backward = sum_backward, .free_data = clmad__free_node_data,
+                                 .kind = CLMAD_OP_REDUCTION, .reduction = CLMAD_REDUCTION_MEAN};
+
+static clmad_status reduce_op(clmad_context *ctx, const clmad_op *op, clmad_tensor *x, int naxes,
+                              const int *axes, int keepdims, clmad_tensor **out)
 {
+    const char *name = op->name;
+    const int mean = op == &clmad__op_mean;
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", name);
     if (!x || !out || (naxes > 0 && !axes) || naxes < 0)
@@ -96,30 +103,27 @@ static clmad_status reduce_op(clmad_context *ctx, const char *name, clmad_tensor
         free(d);
         return st;
     }
-    return clmad__finish_op(ctx, name, sum_backward, &x, 1, y, d, clmad__free_node_data, st, out);
+    return clmad__finish_op(ctx, op, &x, 1, y, d, st, out);
 }
 
 clmad_status clmad_sum(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
                        clmad_tensor **out)
 {
     CLMAD_GUARD(ctx, "clmad_sum");
-    return reduce_op(ctx, "clmad_sum", x, naxes, axes, keepdims, 0, out);
+    return reduce_op(ctx, &clmad__op_sum, x, naxes, axes, keepdims, out);
 }
 
 clmad_status clmad_mean(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
                         clmad_tensor **out)
 {
     CLMAD_GUARD(ctx, "clmad_mean");
-    return reduce_op(ctx, "clmad_mean", x, naxes, axes, keepdims, 1, out);
+    return reduce_op(ctx, &clmad__op_mean, x, naxes, axes, keepdims, out);
 }
 
-int clmad__sum_node(const clmad_node *node, int *reduce, double *scale)
+void clmad__sum_params(const clmad_node *node, int *reduce, double *scale)
 {
-    if (node->backward != sum_backward || !node->data)
-        return 0;
     const sum_data *d = node->data;
     for (int i = 0; i < CLMAD_MAX_DIMS; i++)
         reduce[i] = d->reduce[i];
     *scale = d->scale;
-    return 1;
 }

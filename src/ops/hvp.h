@@ -49,10 +49,13 @@ clmad_status clmad__hvp_product_into(clmad_context *ctx, clmad_tensor **acc, clm
                                      clmad_tensor *a, clmad_tensor *b, int ta, int tb);
 
 /* The rules of the operations of other files, for hvp_rules.c's table:
- * the shape operations (hvp_shape.c); the axis operations (hvp_axis.c:
- * clmad_max, clmad_logsumexp, clmad_softmax, clmad_log_softmax); the index
- * operations and cast (hvp_index.c); clmad_matmul by NumPy's rules
- * (hvp_matmul_nd.c). Each takes only nodes of its operations. */
+ * clmad_matmul of two matrices and clmad_bmm (hvp_product.c); the shape
+ * operations (hvp_shape.c); the axis operations (hvp_axis.c: clmad_max,
+ * clmad_logsumexp, clmad_softmax, clmad_log_softmax); the index operations
+ * and cast (hvp_index.c); clmad_matmul by NumPy's rules (hvp_matmul_nd.c).
+ * Each takes only nodes of its operations. */
+clmad_status clmad__hvp_product_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
+clmad_status clmad__hvp_product_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
 clmad_status clmad__hvp_shape_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
 clmad_status clmad__hvp_shape_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
 clmad_status clmad__hvp_axis_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);

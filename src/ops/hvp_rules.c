@@ -7,13 +7,13 @@
  *              xbardot_j = unbroadcast(sum_o ybardot_o p_oj + ybar_o pdot_oj),
  *              p and pdot from one nested-dual kernel (clmad_broadcast_second);
  *   sum, mean  linear: the same rule on tangents as on values;
- *   products   C = op(A) op(B): Cdot = P(Adot, B) + P(A, Bdot), and the
- *              adjoints, bilinear in (Cbar, B) and (A, Cbar), likewise.
- *   shape ops  hvp_shape.c; axis ops (max, softmax, ...) hvp_axis.c; index
- *              ops and cast hvp_index.c; matmul by NumPy's rules
- *              hvp_matmul_nd.c.
- * RULES, at the end, gives each operation (its descriptor, tape.h) its
- * rules; clmad_hvp refuses a tape with any other (clmad__hvp_supported).
+ *   dot        bilinear: sdot = dot(adot, b) + dot(a, bdot).
+ * The other operations' rules are in files of their own: matmul and bmm
+ * hvp_product.c; shape ops hvp_shape.c; axis ops (max, softmax, ...)
+ * hvp_axis.c; index ops and cast hvp_index.c; matmul by NumPy's rules
+ * hvp_matmul_nd.c. RULES, at the end, gives each operation (by its
+ * descriptor, tape.h) its rules; clmad_hvp refuses a tape holding any other
+ * operation (clmad__hvp_supported).
  */
 #include "ops/hvp.h"
 #include "ops/index.h"
@@ -155,32 +155,17 @@ static clmad_status sum_expand(clmad_context *ctx, const clmad_tensor *x, const 
     return st;
 }
 
-/* op(A) op(B), batched for 3-d operands. */
-static clmad_status product(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int ta, int tb,
-                            clmad_tensor **out)
+/* The adjoint and its tangent expanded back over the summed axes. */
+static clmad_status sum_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
 {
-    return a->ndim == 3 ? clmad_bmm(ctx, a, b, ta, tb, out) : clmad_matmul(ctx, a, b, ta, tb, out);
-}
-
-/* P(X, Y) added into *acc, nothing when either is zero. */
-static clmad_status product_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *x, clmad_tensor *y, int ta,
-                                 int tb)
-{
-    return clmad__hvp_product_into(ctx, acc, product, x, y, ta, tb);
-}
-
-/* dA from (G, B): G op(B)^T, or op(B) G^T for a transposed A. */
-static clmad_status adjoint_a(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *g, clmad_tensor *b, int ta,
-                              int tb)
-{
-    return ta ? product_into(ctx, acc, b, g, tb, 1) : product_into(ctx, acc, g, b, 0, !tb);
-}
-
-/* dB from (A, G): op(A)^T G, or G^T op(A) for a transposed B. */
-static clmad_status adjoint_b(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *a, clmad_tensor *g, int ta,
-                              int tb)
-{
-    return tb ? product_into(ctx, acc, g, a, 1, ta) : product_into(ctx, acc, a, g, !ta, 0);
+    if (!io->want[0])
+        return CLMAD_OK;
+    int reduce[CLMAD_MAX_DIMS];
+    double scale;
+    clmad__sum_params(node, reduce, &scale);
+    clmad_status st = sum_expand(ctx, node->inputs[0], reduce, scale, io->out_adj[0], &io->in_adj[0]);
+    return st == CLMAD_OK ? sum_expand(ctx, node->inputs[0], reduce, scale, io->out_adj_tan[0], &io->in_adj_tan[0])
+                          : st;
 }
 
 /* dot(a, b), bilinear: sdot = dot(adot, b) + dot(a, bdot); abar = sbar b,
@@ -219,50 +204,6 @@ static clmad_status dot_backward(clmad_context *ctx, clmad_node *node, clmad_hvp
     return st;
 }
 
-/* The adjoint and its tangent expanded back over the summed axes. */
-static clmad_status sum_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
-{
-    if (!io->want[0])
-        return CLMAD_OK;
-    int reduce[CLMAD_MAX_DIMS];
-    double scale;
-    clmad__sum_params(node, reduce, &scale);
-    clmad_status st = sum_expand(ctx, node->inputs[0], reduce, scale, io->out_adj[0], &io->in_adj[0]);
-    return st == CLMAD_OK ? sum_expand(ctx, node->inputs[0], reduce, scale, io->out_adj_tan[0], &io->in_adj_tan[0])
-                          : st;
-}
-
-static clmad_status product_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
-{
-    const clmad_product_data *d = node->data;
-    clmad_tensor *a = node->inputs[0], *b = node->inputs[1];
-    clmad_status st = product_into(ctx, &io->out_tan[0], io->in_tan[0], b, d->ta, d->tb);
-    return st == CLMAD_OK ? product_into(ctx, &io->out_tan[0], a, io->in_tan[1], d->ta, d->tb) : st;
-}
-
-static clmad_status product_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
-{
-    const clmad_product_data *d = node->data;
-    const int ta = d->ta, tb = d->tb;
-    clmad_tensor *a = node->inputs[0], *b = node->inputs[1], *g = io->out_adj[0], *gt = io->out_adj_tan[0];
-    clmad_status st = CLMAD_OK;
-    if (io->want[0]) {
-        st = adjoint_a(ctx, &io->in_adj[0], g, b, ta, tb);
-        if (st == CLMAD_OK)
-            st = adjoint_a(ctx, &io->in_adj_tan[0], gt, b, ta, tb);
-        if (st == CLMAD_OK)
-            st = adjoint_a(ctx, &io->in_adj_tan[0], g, io->in_tan[1], ta, tb);
-    }
-    if (io->want[1] && st == CLMAD_OK) {
-        st = adjoint_b(ctx, &io->in_adj[1], a, g, ta, tb);
-        if (st == CLMAD_OK)
-            st = adjoint_b(ctx, &io->in_adj_tan[1], a, gt, ta, tb);
-        if (st == CLMAD_OK)
-            st = adjoint_b(ctx, &io->in_adj_tan[1], io->in_tan[0], g, ta, tb);
-    }
-    return st;
-}
-
 /* Every operation with second-order rules, by its descriptor. Here, not in
  * the descriptor: the rules call the operations they are for (tape.h). */
 static const struct hvp_rules {
@@ -273,8 +214,8 @@ static const struct hvp_rules {
     {&clmad__op_sum, sum_forward, sum_backward},
     {&clmad__op_mean, sum_forward, sum_backward},
     {&clmad__op_dot, dot_forward, dot_backward},
-    {&clmad__op_matmul, product_forward, product_backward},
-    {&clmad__op_bmm, product_forward, product_backward},
+    {&clmad__op_matmul, clmad__hvp_product_forward, clmad__hvp_product_backward},
+    {&clmad__op_bmm, clmad__hvp_product_forward, clmad__hvp_product_backward},
     {&clmad__op_matmul_nd, clmad__hvp_matmul_nd_forward, clmad__hvp_matmul_nd_backward},
     {&clmad__op_slice, clmad__hvp_shape_forward, clmad__hvp_shape_backward},
     {&clmad__op_concat, clmad__hvp_shape_forward, clmad__hvp_shape_backward},

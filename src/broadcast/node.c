@@ -215,6 +215,9 @@ static int choose_store(const clmad_context *ctx, const clmad_bcast_plan *plan, 
     }
 }
 
+const clmad_op clmad__op_broadcast = {.name = "clmad_broadcast", .backward = bcast_backward,
+                                      .free_data = bcast_free, .kind = CLMAD_OP_ELEMENTWISE};
+
 clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
                                  const clmad_bcast_plan *plan, int held, clmad_tensor **outputs)
 {
@@ -253,12 +256,12 @@ clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tens
     k->refcount++;
     d->k = k;
     clmad_node *node;
-    st = clmad__record_op(ctx, k->fn_name, bcast_backward, inputs, k->n_inputs, values, k->n_outputs, d,
-                          bcast_free, &node);
+    st = clmad__record_op(ctx, &clmad__op_broadcast, inputs, k->n_inputs, values, k->n_outputs, d, &node);
     if (st != CLMAD_OK) {
         clmad__release_all(values, k->n_outputs); /* bcast_free has released the rest */
         return st;
     }
+    node->name = k->fn_name; /* the node keeps k, and with it the name */
     node->lazy_adjoints = 1;
     uint64_t kept = 0;
     for (int i = 0; i < d->n_partials; i++)
@@ -296,7 +299,7 @@ void clmad__bcast_node_store(clmad_context *ctx, clmad_node *node, clmad_tensor 
 
 int clmad__bcast_node(const clmad_node *node, clmad_kernel **k, uint64_t *active)
 {
-    if (node->backward != bcast_backward || !node->data)
+    if (node->op != &clmad__op_broadcast || !node->data)
         return 0;
     const bcast_data *d = node->data;
     *k = d->k;

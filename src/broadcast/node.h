@@ -6,6 +6,10 @@
 #include "broadcast/kernel.h"
 #include "tape/tape.h"
 
+/* The descriptor of broadcast nodes (tape.h): elementwise, each node named
+ * by its kernel, whose source it keeps. */
+extern const clmad_op clmad__op_broadcast;
+
 /* Records a broadcast node for k over a checked plan (tape.h's machinery)
  * and returns its outputs; held: launches nothing (the caller holds the
  * one output: held.h), the node keeps no partials until the held forward

@@ -11,9 +11,6 @@
 
 typedef enum axis_kind { AXIS_MAX, AXIS_LOGSUMEXP, AXIS_SOFTMAX, AXIS_LOG_SOFTMAX } axis_kind;
 
-static const char *const AXIS_NAMES[] = {"clmad_max", "clmad_logsumexp", "clmad_softmax",
-                                         "clmad_log_softmax"};
-
 typedef struct axis_data {
     axis_kind kind;
     int axis;                /* of x, in [0, x's rank) */
@@ -68,19 +65,31 @@ static clmad_status axis_backward(clmad_context *ctx, clmad_node *node)
     return st == CLMAD_OK ? clmad__accumulate_input(ctx, node, 0, g) : st;
 }
 
+/* One backward for the four; they differ in name and in what fusion sees. */
+#define AXIS_OP(name_, kind_, reduction_)                                                                      \
+    {.name = name_, .backward = axis_backward, .free_data = axis_free, .kind = kind_, .reduction = reduction_}
+const clmad_op clmad__op_max = AXIS_OP("clmad_max", CLMAD_OP_REDUCTION, CLMAD_REDUCTION_MAX);
+const clmad_op clmad__op_logsumexp = AXIS_OP("clmad_logsumexp", CLMAD_OP_REDUCTION, CLMAD_REDUCTION_LOGSUMEXP);
+const clmad_op clmad__op_softmax = AXIS_OP("clmad_softmax", CLMAD_OP_OPAQUE, CLMAD_REDUCTION_NONE);
+const clmad_op clmad__op_log_softmax = AXIS_OP("clmad_log_softmax", CLMAD_OP_OPAQUE, CLMAD_REDUCTION_NONE);
+
+/* By axis_kind. */
+static const clmad_op *const AXIS_OPS[] = {&clmad__op_max, &clmad__op_logsumexp, &clmad__op_softmax,
+                                           &clmad__op_log_softmax};
+
 clmad_axis_op clmad__axis_node(const clmad_node *node, int *axis, clmad_tensor **y)
 {
-    if (node->backward != axis_backward || !node->data)
-        return CLMAD_AXIS_NONE;
+    const clmad_axis_op op = node->op == &clmad__op_max           ? CLMAD_AXIS_MAX
+                             : node->op == &clmad__op_logsumexp   ? CLMAD_AXIS_LOGSUMEXP
+                             : node->op == &clmad__op_softmax     ? CLMAD_AXIS_SOFTMAX
+                             : node->op == &clmad__op_log_softmax ? CLMAD_AXIS_LOG_SOFTMAX
+                                                                  : CLMAD_AXIS_NONE;
     const axis_data *d = node->data;
+    if (op == CLMAD_AXIS_NONE || !d)
+        return CLMAD_AXIS_NONE;
     *axis = d->axis;
     *y = d->y;
-    switch (d->kind) {
-    case AXIS_MAX: return CLMAD_AXIS_MAX;
-    case AXIS_LOGSUMEXP: return CLMAD_AXIS_LOGSUMEXP;
-    case AXIS_SOFTMAX: return CLMAD_AXIS_SOFTMAX;
-    default: return CLMAD_AXIS_LOG_SOFTMAX;
-    }
+    return op;
 }
 
 /* The forward of kind into *y (new), x seen as outer x n x inner. */
@@ -113,7 +122,8 @@ static clmad_status axis_forward(clmad_context *ctx, axis_kind kind, clmad_tenso
 static clmad_status axis_op(clmad_context *ctx, axis_kind kind, clmad_tensor *x, int axis, int keepdims,
                             clmad_tensor **out)
 {
-    const char *name = AXIS_NAMES[kind];
+    const clmad_op *op = AXIS_OPS[kind];
+    const char *name = op->name;
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", name);
     if (!x || !out)
@@ -151,7 +161,7 @@ static clmad_status axis_op(clmad_context *ctx, axis_kind kind, clmad_tensor *x,
         clmad_node *node;
         if (d)
             *d = (axis_data){kind, a, outer, x->shape[a], inner, clmad_tensor_retain(y)};
-        st = d ? clmad__record_op(ctx, name, axis_backward, &x, 1, &y, 1, d, axis_free, &node)
+        st = d ? clmad__record_op(ctx, op, &x, 1, &y, 1, d, &node)
                : clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory in %s", name);
         if (st != CLMAD_OK) {
             clmad_tensor_release(y);

@@ -40,5 +40,5 @@ clmad_status clmad_bmm(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int
     if (st == CLMAD_OK)
         st = clmad__batched_gemm(ctx, a->dtype, shape[0], trans_a != 0, trans_b != 0, m, n, k, clmad__mat_of(a),
                                  clmad__mat_of(b), 0.0, c);
-    return clmad__finish_product(ctx, "clmad_bmm", a, b, trans_a != 0, trans_b != 0, c, st, out);
+    return clmad__finish_product(ctx, &clmad__op_bmm, a, b, trans_a != 0, trans_b != 0, c, st, out);
 }

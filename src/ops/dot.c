@@ -12,18 +12,9 @@
 
 /* A fused dot keeps which operand was the held broadcast. */
 typedef struct dot_data {
+    clmad_fused_loss *fused; /* first, for clmad__free_fused_data */
     int y_input;
-    clmad_fused_loss *fused;
 } dot_data;
-
-static void dot_free(clmad_node *node)
-{
-    dot_data *d = node->data;
-    if (d)
-        clmad__fused_loss_free(d->fused);
-    free(d);
-    node->data = NULL;
-}
 
 static clmad_status dot_backward(clmad_context *ctx, clmad_node *node)
 {
@@ -36,6 +27,9 @@ static clmad_status dot_backward(clmad_context *ctx, clmad_node *node)
     clmad_status st = clmad__give_adjoint(ctx, node, 0, node->inputs[1], s);
     return st == CLMAD_OK ? clmad__give_adjoint(ctx, node, 1, node->inputs[0], s) : st;
 }
+
+const clmad_op clmad__op_dot = {
+    .name = "clmad_dot", .backward = dot_backward, .free_data = clmad__free_fused_data, .kind = CLMAD_OP_REDUCTION, .reduction = CLMAD_REDUCTION_DOT};
 
 /* The first pass of the sum of a * b into dst: the parts (or ranges) of
  * clmad__reduce's first pass over a contiguous product, so that the result
@@ -151,10 +145,5 @@ clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clm
     if (st != CLMAD_OK)
         return st;
     clmad_tensor *in[2] = {a, b};
-    return clmad__finish_op(ctx, "clmad_dot", dot_backward, in, 2, y, data, dot_free, st, out);
-}
-
-int clmad__dot_node(const clmad_node *node)
-{
-    return node->backward == dot_backward;
+    return clmad__finish_op(ctx, &clmad__op_dot, in, 2, y, data, st, out);
 }

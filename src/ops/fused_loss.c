@@ -30,6 +30,14 @@ void clmad__fused_loss_free(clmad_fused_loss *f)
     free(f);
 }
 
+void clmad__free_fused_data(clmad_node *node)
+{
+    if (node->data)
+        clmad__fused_loss_free(*(clmad_fused_loss **)node->data);
+    free(node->data);
+    node->data = NULL;
+}
+
 /* The first pass into sums (parts of them), then the passes of
  * clmad__reduce to one value: dot.c's dot_value with the loss kernel first. */
 static clmad_status loss_value(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, clmad_fused_loss *f,

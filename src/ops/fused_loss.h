@@ -28,4 +28,8 @@ clmad_status clmad__fused_loss_backward(clmad_context *ctx, clmad_node *node, in
 
 void clmad__fused_loss_free(clmad_fused_loss *fused);
 
+/* An op's free_data for node data that begins with a clmad_fused_loss *
+ * (sum_data, dot_data): frees that, then the data. */
+void clmad__free_fused_data(clmad_node *node);
+
 #endif

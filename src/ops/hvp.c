@@ -13,7 +13,6 @@
 #include "runtime/context.h"
 #include "runtime/context_guard.h"
 #include "runtime/scope.h"
-#include "tape/state.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +45,7 @@ static int by_address(const void *a, const void *b)
  * parameter (-2 - k), or nothing that depends on them (-1). */
 static long origin(const clmad_context *ctx, const hvp_walk *w, const clmad_tensor *t, int *o)
 {
-    if (clmad__node_current(ctx, t)) {
+    if (clmad__output_on_tape(ctx, t)) {
         const struct hvp_entry key = {t->node, 0};
         const struct hvp_entry *hit = bsearch(&key, w->sorted, w->count, sizeof *w->sorted, by_address);
         if (!hit)
@@ -133,7 +132,7 @@ static clmad_status check_arguments(clmad_context *ctx, clmad_tensor *loss, clma
     if (loss->numel != 1)
         return clmad__fail(ctx, CLMAD_ERR_SHAPE, "clmad_hvp: the loss has %zu elements; it must have one",
                            loss->numel);
-    if (!clmad__node_current(ctx, loss))
+    if (!clmad__output_on_tape(ctx, loss))
         return clmad__fail(ctx, CLMAD_ERR_STATE,
                            "clmad_hvp: the loss has no tape behind it (not computed from tensors that require "
                            "a gradient, or the tape was consumed by clmad_backward: keep it with "
@@ -146,7 +145,7 @@ static clmad_status check_arguments(clmad_context *ctx, clmad_tensor *loss, clma
             st = clmad__check_same_context(ctx, v[k], "clmad_hvp", "v[%d]", k);
         if (st != CLMAD_OK)
             return st;
-        if (clmad__node_current(ctx, params[k]) || !params[k]->requires_grad)
+        if (clmad__output_on_tape(ctx, params[k]) || !params[k]->requires_grad)
             return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
                                "clmad_hvp: params[%d] must be a leaf that requires a gradient", k);
         if (!clmad__same_shape(v[k], params[k]) || v[k]->dtype != params[k]->dtype)
@@ -157,13 +156,14 @@ static clmad_status check_arguments(clmad_context *ctx, clmad_tensor *loss, clma
                 return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_hvp: params[%d] repeats params[%d]", k,
                                    i);
     }
-    const struct clmad_tape *tape = ctx->tape.state;
-    for (size_t i = 0; i < tape->count; i++)
-        if (!clmad__hvp_supported(tape->nodes[i]))
+    size_t count;
+    clmad_node *const *nodes = clmad__tape_nodes(ctx, &count);
+    for (size_t i = 0; i < count; i++)
+        if (!clmad__hvp_supported(nodes[i]))
             return clmad__fail(ctx, CLMAD_ERR_UNSUPPORTED,
                                "clmad_hvp: the tape holds '%s', which has no second-order rule (clmad.h lists the "
                                "operations clmad_hvp supports)",
-                               tape->nodes[i]->name);
+                               nodes[i]->name);
     return CLMAD_OK;
 }
 
@@ -203,10 +203,10 @@ clmad_status clmad_hvp(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *con
         st = check_arguments(ctx, loss, params, n, v, hv);
     if (st != CLMAD_OK)
         return st;
-    const struct clmad_tape *tape = ctx->tape.state;
-    hvp_walk w = {.nodes = tape->nodes, .count = tape->count, .params = params, .v = v, .n = n};
-    w.slots = calloc(tape->count, sizeof *w.slots);
-    w.sorted = malloc(tape->count * sizeof *w.sorted);
+    hvp_walk w = {.params = params, .v = v, .n = n};
+    w.nodes = clmad__tape_nodes(ctx, &w.count);
+    w.slots = calloc(w.count, sizeof *w.slots);
+    w.sorted = malloc(w.count * sizeof *w.sorted);
     w.hv = calloc((size_t)n, sizeof *w.hv);
     if (!w.slots || !w.sorted || !w.hv) {
         free(w.slots);
@@ -214,9 +214,9 @@ clmad_status clmad_hvp(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *con
         free(w.hv);
         return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "clmad_hvp: out of host memory");
     }
-    for (size_t i = 0; i < tape->count; i++)
-        w.sorted[i] = (struct hvp_entry){tape->nodes[i], i};
-    qsort(w.sorted, tape->count, sizeof *w.sorted, by_address);
+    for (size_t i = 0; i < w.count; i++)
+        w.sorted[i] = (struct hvp_entry){w.nodes[i], i};
+    qsort(w.sorted, w.count, sizeof *w.sorted, by_address);
     /* The tensors made here are clmad_hvp's own (no scope releases them),
      * and no operation records while it runs. */
     clmad__scope_pause(ctx);

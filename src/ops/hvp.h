@@ -19,13 +19,17 @@ typedef struct clmad_hvp_io {
     clmad_tensor **in_adj_tan;    /* backward: their tangents (set) */
 } clmad_hvp_io;
 
-/* 1 if node's operation has its second-order rules. */
+/* A second-order rule of node's operation. The forward rule: the outputs'
+ * tangents from the inputs' (the JVP of the operation). The backward rule:
+ * the inputs' adjoints and their tangents (the JVP of its backward). */
+typedef clmad_status (*clmad_hvp_rule)(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
+
+/* 1 if node's operation has second-order rules (hvp_rules.c's table). */
 int clmad__hvp_supported(const clmad_node *node);
 
-/* The outputs' tangents from the inputs' (the JVP of the operation). */
+/* Runs node's forward or backward rule; CLMAD_ERR_UNSUPPORTED for an
+ * operation without them. */
 clmad_status clmad__hvp_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
-
-/* The inputs' adjoints and their tangents (the JVP of the backward). */
 clmad_status clmad__hvp_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
 
 /* *acc += x (or *acc = x when *acc is NULL), taking x: the sums of
@@ -44,17 +48,21 @@ typedef clmad_status (*clmad_hvp_product_fn)(clmad_context *ctx, clmad_tensor *a
 clmad_status clmad__hvp_product_into(clmad_context *ctx, clmad_tensor **acc, clmad_hvp_product_fn product,
                                      clmad_tensor *a, clmad_tensor *b, int ta, int tb);
 
-/* The shape operations' rules (hvp_shape.c): 0 if node is not one; else 1,
- * having run its forward (backward = 0) or backward rule with *st its
- * status. With ctx NULL only answers whether node is one. */
-int clmad__hvp_shape(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io, int backward, clmad_status *st);
-
-/* The axis operations' rules (hvp_axis.c: clmad_max, clmad_logsumexp,
- * clmad_softmax, clmad_log_softmax), answering as clmad__hvp_shape. */
-int clmad__hvp_axis(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io, int backward, clmad_status *st);
-/* The index operations' and cast's rules (hvp_index.c), and those of
- * clmad_matmul by NumPy's rules (hvp_matmul_nd.c): as clmad__hvp_shape. */
-int clmad__hvp_index(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io, int backward, clmad_status *st);
-int clmad__hvp_matmul_nd(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io, int backward, clmad_status *st);
+/* The rules of the operations of other files, for hvp_rules.c's table:
+ * clmad_matmul of two matrices and clmad_bmm (hvp_product.c); the shape
+ * operations (hvp_shape.c); the axis operations (hvp_axis.c: clmad_max,
+ * clmad_logsumexp, clmad_softmax, clmad_log_softmax); the index operations
+ * and cast (hvp_index.c); clmad_matmul by NumPy's rules (hvp_matmul_nd.c).
+ * Each takes only nodes of its operations. */
+clmad_status clmad__hvp_product_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
+clmad_status clmad__hvp_product_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
+clmad_status clmad__hvp_shape_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
+clmad_status clmad__hvp_shape_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
+clmad_status clmad__hvp_axis_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
+clmad_status clmad__hvp_axis_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
+clmad_status clmad__hvp_index_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
+clmad_status clmad__hvp_index_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
+clmad_status clmad__hvp_matmul_nd_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
+clmad_status clmad__hvp_matmul_nd_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io);
 
 #endif

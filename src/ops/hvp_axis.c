@@ -159,13 +159,21 @@ static clmad_status backward_rule(const axis_rule *r, clmad_hvp_io *io)
     return st == CLMAD_OK ? curvature(r, io, &io->in_adj_tan[0]) : st;
 }
 
-int clmad__hvp_axis(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io, int backward, clmad_status *st)
+static axis_rule rule_of(clmad_context *ctx, clmad_node *node)
 {
     axis_rule r = {.ctx = ctx, .node = node};
     r.op = clmad__axis_node(node, &r.axis, &r.y);
-    if (r.op == CLMAD_AXIS_NONE)
-        return 0;
-    if (ctx) /* else a question: is node an axis operation? */
-        *st = backward ? backward_rule(&r, io) : forward_rule(&r, io->in_tan[0], &io->out_tan[0]);
-    return 1;
+    return r;
+}
+
+clmad_status clmad__hvp_axis_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
+{
+    const axis_rule r = rule_of(ctx, node);
+    return forward_rule(&r, io->in_tan[0], &io->out_tan[0]);
+}
+
+clmad_status clmad__hvp_axis_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
+{
+    const axis_rule r = rule_of(ctx, node);
+    return backward_rule(&r, io);
 }

@@ -14,15 +14,15 @@
 #include "ops/hvp.h"
 #include "ops/index.h"
 
-typedef enum index_kind { KIND_NONE, KIND_SELECT, KIND_GATHER, KIND_SCATTER_ADD, KIND_CAST } index_kind;
+typedef enum index_kind { KIND_SELECT, KIND_GATHER, KIND_SCATTER_ADD, KIND_CAST } index_kind;
 
 static index_kind kind_of(const clmad_node *node)
 {
-    return clmad__select_node(node)        ? KIND_SELECT
-           : clmad__gather_node(node)      ? KIND_GATHER
-           : clmad__scatter_add_node(node) ? KIND_SCATTER_ADD
-           : clmad__cast_node(node)        ? KIND_CAST
-                                           : KIND_NONE;
+    const clmad_op *op = node->op;
+    return op == &clmad__op_index_select || op == &clmad__op_embedding ? KIND_SELECT
+           : op == &clmad__op_gather                                   ? KIND_GATHER
+           : op == &clmad__op_scatter_add                              ? KIND_SCATTER_ADD
+                                                                       : KIND_CAST;
 }
 
 /* src gathered (CLMAD_INDEX_GATHER) or scattered (CLMAD_INDEX_SCATTER_ADD)
@@ -84,29 +84,35 @@ static clmad_status adjoint(clmad_context *ctx, clmad_node *node, index_kind kin
     }
 }
 
-int clmad__hvp_index(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io, int backward, clmad_status *st)
+/* The float inputs: x (0) and, for scatter_add, src (2); input 1 is the index. */
+static int last_float_input(index_kind kind)
+{
+    return kind == KIND_SCATTER_ADD ? 2 : 0;
+}
+
+clmad_status clmad__hvp_index_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
 {
     const index_kind kind = kind_of(node);
-    if (kind == KIND_NONE)
-        return 0;
-    if (!ctx) /* a question: is node one? */
-        return 1;
-    *st = CLMAD_OK;
-    /* The float inputs: x (0) and, for scatter_add, src (2); input 1 is the index. */
-    const int last = kind == KIND_SCATTER_ADD ? 2 : 0;
-    for (int j = 0; j <= last && *st == CLMAD_OK; j += 2) {
-        if (!backward) {
-            clmad_tensor *part = NULL;
-            *st = apply(ctx, node, kind, j, io->in_tan[j], &part);
-            if (*st == CLMAD_OK)
-                *st = clmad__hvp_add_into(ctx, &io->out_tan[0], part);
-            continue;
-        }
+    clmad_status st = CLMAD_OK;
+    for (int j = 0; j <= last_float_input(kind) && st == CLMAD_OK; j += 2) {
+        clmad_tensor *part = NULL;
+        st = apply(ctx, node, kind, j, io->in_tan[j], &part);
+        if (st == CLMAD_OK)
+            st = clmad__hvp_add_into(ctx, &io->out_tan[0], part);
+    }
+    return st;
+}
+
+clmad_status clmad__hvp_index_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
+{
+    const index_kind kind = kind_of(node);
+    clmad_status st = CLMAD_OK;
+    for (int j = 0; j <= last_float_input(kind) && st == CLMAD_OK; j += 2) {
         if (!io->want[j])
             continue;
-        *st = adjoint(ctx, node, kind, j, io->out_adj[0], &io->in_adj[j]);
-        if (*st == CLMAD_OK)
-            *st = adjoint(ctx, node, kind, j, io->out_adj_tan[0], &io->in_adj_tan[j]);
+        st = adjoint(ctx, node, kind, j, io->out_adj[0], &io->in_adj[j]);
+        if (st == CLMAD_OK)
+            st = adjoint(ctx, node, kind, j, io->out_adj_tan[0], &io->in_adj_tan[j]);
     }
-    return 1;
+    return st;
 }

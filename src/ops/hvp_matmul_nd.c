@@ -33,30 +33,28 @@ static clmad_status grad_into(clmad_context *ctx, clmad_node *node, int ta, int 
     return st == CLMAD_OK ? clmad__hvp_add_into(ctx, acc, d) : st;
 }
 
-int clmad__hvp_matmul_nd(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io, int backward, clmad_status *st)
+clmad_status clmad__hvp_matmul_nd_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
 {
     int ta, tb;
-    if (!clmad__matmul_nd_node(node, &ta, &tb))
-        return 0;
-    if (!ctx) /* a question: is node one? */
-        return 1;
-    clmad_tensor *a = node->inputs[0], *b = node->inputs[1];
-    if (!backward) {
-        *st = product_into(ctx, &io->out_tan[0], io->in_tan[0], b, ta, tb);
-        if (*st == CLMAD_OK)
-            *st = product_into(ctx, &io->out_tan[0], a, io->in_tan[1], ta, tb);
-        return 1;
-    }
-    *st = CLMAD_OK;
-    for (int j = 0; j < 2 && *st == CLMAD_OK; j++) {
+    clmad__matmul_nd_flags(node, &ta, &tb);
+    clmad_status st = product_into(ctx, &io->out_tan[0], io->in_tan[0], node->inputs[1], ta, tb);
+    return st == CLMAD_OK ? product_into(ctx, &io->out_tan[0], node->inputs[0], io->in_tan[1], ta, tb) : st;
+}
+
+clmad_status clmad__hvp_matmul_nd_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
+{
+    int ta, tb;
+    clmad__matmul_nd_flags(node, &ta, &tb);
+    clmad_status st = CLMAD_OK;
+    for (int j = 0; j < 2 && st == CLMAD_OK; j++) {
         if (!io->want[j])
             continue;
         clmad_tensor *other = node->inputs[1 - j], *other_tan = io->in_tan[1 - j];
-        *st = grad_into(ctx, node, ta, tb, j, other, io->out_adj[0], &io->in_adj[j]);
-        if (*st == CLMAD_OK)
-            *st = grad_into(ctx, node, ta, tb, j, other, io->out_adj_tan[0], &io->in_adj_tan[j]);
-        if (*st == CLMAD_OK)
-            *st = grad_into(ctx, node, ta, tb, j, other_tan, io->out_adj[0], &io->in_adj_tan[j]);
+        st = grad_into(ctx, node, ta, tb, j, other, io->out_adj[0], &io->in_adj[j]);
+        if (st == CLMAD_OK)
+            st = grad_into(ctx, node, ta, tb, j, other, io->out_adj_tan[0], &io->in_adj_tan[j]);
+        if (st == CLMAD_OK)
+            st = grad_into(ctx, node, ta, tb, j, other_tan, io->out_adj[0], &io->in_adj_tan[j]);
     }
-    return 1;
+    return st;
 }

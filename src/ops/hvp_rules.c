@@ -7,15 +7,16 @@
  *              xbardot_j = unbroadcast(sum_o ybardot_o p_oj + ybar_o pdot_oj),
  *              p and pdot from one nested-dual kernel (clmad_broadcast_second);
  *   sum, mean  linear: the same rule on tangents as on values;
- *   products   C = op(A) op(B): Cdot = P(Adot, B) + P(A, Bdot), and the
- *              adjoints, bilinear in (Cbar, B) and (A, Cbar), likewise.
- *   shape ops  hvp_shape.c; axis ops (max, softmax, ...) hvp_axis.c; index
- *              ops and cast hvp_index.c; matmul by NumPy's rules
- *              hvp_matmul_nd.c.
- * Every other operation is refused by clmad_hvp (clmad__hvp_supported).
+ *   dot        bilinear: sdot = dot(adot, b) + dot(a, bdot).
+ * The other operations' rules are in files of their own: matmul and bmm
+ * hvp_product.c; shape ops hvp_shape.c; axis ops (max, softmax, ...)
+ * hvp_axis.c; index ops and cast hvp_index.c; matmul by NumPy's rules
+ * hvp_matmul_nd.c. RULES, at the end, gives each operation (by its
+ * descriptor, tape.h) its rules; clmad_hvp refuses a tape holding any other
+ * operation (clmad__hvp_supported).
  */
 #include "ops/hvp.h"
-#include "ops/ops.h"
+#include "ops/index.h"
 #include "broadcast/node.h"
 
 /* *t summed over the axes that broadcasting expanded to reach x's shape,
@@ -41,9 +42,11 @@ static clmad_status unbroadcast(clmad_context *ctx, clmad_tensor **t, const clma
     return CLMAD_OK;
 }
 
-static clmad_status bcast_forward(clmad_context *ctx, clmad_node *node, clmad_kernel *k, uint64_t active,
-                                  clmad_hvp_io *io)
+static clmad_status bcast_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
 {
+    clmad_kernel *k;
+    uint64_t active;
+    clmad__bcast_node(node, &k, &active);
     clmad_tensor *tan[CLMAD_MAX_INPUTS] = {0}, *values[CLMAD_MAX_OUTPUTS] = {0};
     int any = 0;
     for (int j = 0; j < node->n_inputs; j++)
@@ -56,9 +59,11 @@ static clmad_status bcast_forward(clmad_context *ctx, clmad_node *node, clmad_ke
     return st;
 }
 
-static clmad_status bcast_backward(clmad_context *ctx, clmad_node *node, clmad_kernel *k, uint64_t active,
-                                   clmad_hvp_io *io)
+static clmad_status bcast_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
 {
+    clmad_kernel *k;
+    uint64_t active;
+    clmad__bcast_node(node, &k, &active);
     const int n_in = node->n_inputs, n_out = node->n_outputs;
     clmad_tensor *tan[CLMAD_MAX_INPUTS] = {0};
     int act[CLMAD_MAX_INPUTS] = {0};
@@ -98,12 +103,14 @@ static clmad_status bcast_backward(clmad_context *ctx, clmad_node *node, clmad_k
 }
 
 /* The tangent of a sum: the same sum of the tangent, in the output's shape. */
-static clmad_status sum_forward(clmad_context *ctx, clmad_node *node, const int *reduce, double scale,
-                                clmad_hvp_io *io)
+static clmad_status sum_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
 {
     clmad_tensor *x = io->in_tan[0];
     if (!x)
         return CLMAD_OK;
+    int reduce[CLMAD_MAX_DIMS];
+    double scale;
+    clmad__sum_params(node, reduce, &scale);
     int axes[CLMAD_MAX_DIMS], n = 0;
     for (int d = 0; d < x->ndim; d++)
         if (reduce[d])
@@ -148,32 +155,17 @@ static clmad_status sum_expand(clmad_context *ctx, const clmad_tensor *x, const 
     return st;
 }
 
-/* op(A) op(B), batched for 3-d operands. */
-static clmad_status product(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int ta, int tb,
-                            clmad_tensor **out)
+/* The adjoint and its tangent expanded back over the summed axes. */
+static clmad_status sum_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
 {
-    return a->ndim == 3 ? clmad_bmm(ctx, a, b, ta, tb, out) : clmad_matmul(ctx, a, b, ta, tb, out);
-}
-
-/* P(X, Y) added into *acc, nothing when either is zero. */
-static clmad_status product_into(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *x, clmad_tensor *y, int ta,
-                                 int tb)
-{
-    return clmad__hvp_product_into(ctx, acc, product, x, y, ta, tb);
-}
-
-/* dA from (G, B): G op(B)^T, or op(B) G^T for a transposed A. */
-static clmad_status adjoint_a(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *g, clmad_tensor *b, int ta,
-                              int tb)
-{
-    return ta ? product_into(ctx, acc, b, g, tb, 1) : product_into(ctx, acc, g, b, 0, !tb);
-}
-
-/* dB from (A, G): op(A)^T G, or G^T op(A) for a transposed B. */
-static clmad_status adjoint_b(clmad_context *ctx, clmad_tensor **acc, clmad_tensor *a, clmad_tensor *g, int ta,
-                              int tb)
-{
-    return tb ? product_into(ctx, acc, g, a, 1, ta) : product_into(ctx, acc, a, g, !ta, 0);
+    if (!io->want[0])
+        return CLMAD_OK;
+    int reduce[CLMAD_MAX_DIMS];
+    double scale;
+    clmad__sum_params(node, reduce, &scale);
+    clmad_status st = sum_expand(ctx, node->inputs[0], reduce, scale, io->out_adj[0], &io->in_adj[0]);
+    return st == CLMAD_OK ? sum_expand(ctx, node->inputs[0], reduce, scale, io->out_adj_tan[0], &io->in_adj_tan[0])
+                          : st;
 }
 
 /* dot(a, b), bilinear: sdot = dot(adot, b) + dot(a, bdot); abar = sbar b,
@@ -212,86 +204,60 @@ static clmad_status dot_backward(clmad_context *ctx, clmad_node *node, clmad_hvp
     return st;
 }
 
+/* Every operation with second-order rules, by its descriptor. Here, not in
+ * the descriptor: the rules call the operations they are for (tape.h). */
+static const struct hvp_rules {
+    const clmad_op *op;
+    clmad_hvp_rule forward, backward;
+} RULES[] = {
+    {&clmad__op_broadcast, bcast_forward, bcast_backward},
+    {&clmad__op_sum, sum_forward, sum_backward},
+    {&clmad__op_mean, sum_forward, sum_backward},
+    {&clmad__op_dot, dot_forward, dot_backward},
+    {&clmad__op_matmul, clmad__hvp_product_forward, clmad__hvp_product_backward},
+    {&clmad__op_bmm, clmad__hvp_product_forward, clmad__hvp_product_backward},
+    {&clmad__op_matmul_nd, clmad__hvp_matmul_nd_forward, clmad__hvp_matmul_nd_backward},
+    {&clmad__op_slice, clmad__hvp_shape_forward, clmad__hvp_shape_backward},
+    {&clmad__op_concat, clmad__hvp_shape_forward, clmad__hvp_shape_backward},
+    {&clmad__op_reshape, clmad__hvp_shape_forward, clmad__hvp_shape_backward},
+    {&clmad__op_transpose, clmad__hvp_shape_forward, clmad__hvp_shape_backward},
+    {&clmad__op_max, clmad__hvp_axis_forward, clmad__hvp_axis_backward},
+    {&clmad__op_logsumexp, clmad__hvp_axis_forward, clmad__hvp_axis_backward},
+    {&clmad__op_softmax, clmad__hvp_axis_forward, clmad__hvp_axis_backward},
+    {&clmad__op_log_softmax, clmad__hvp_axis_forward, clmad__hvp_axis_backward},
+    {&clmad__op_index_select, clmad__hvp_index_forward, clmad__hvp_index_backward},
+    {&clmad__op_embedding, clmad__hvp_index_forward, clmad__hvp_index_backward},
+    {&clmad__op_gather, clmad__hvp_index_forward, clmad__hvp_index_backward},
+    {&clmad__op_scatter_add, clmad__hvp_index_forward, clmad__hvp_index_backward},
+    {&clmad__op_cast, clmad__hvp_index_forward, clmad__hvp_index_backward},
+};
+
+static const struct hvp_rules *rules_of(const clmad_node *node)
+{
+    for (size_t i = 0; i < sizeof RULES / sizeof RULES[0]; i++)
+        if (RULES[i].op == node->op)
+            return &RULES[i];
+    return NULL;
+}
+
 int clmad__hvp_supported(const clmad_node *node)
 {
-    clmad_kernel *k;
-    uint64_t active;
-    int reduce[CLMAD_MAX_DIMS];
-    double scale;
-    clmad_status st;
-    return clmad__bcast_node(node, &k, &active) || clmad__sum_node(node, reduce, &scale) ||
-           (node->backward == clmad__product_backward && node->data) || clmad__dot_node(node) ||
-           clmad__hvp_shape(NULL, (clmad_node *)node, NULL, 0, &st) ||
-           clmad__hvp_axis(NULL, (clmad_node *)node, NULL, 0, &st) ||
-           clmad__hvp_index(NULL, (clmad_node *)node, NULL, 0, &st) ||
-           clmad__hvp_matmul_nd(NULL, (clmad_node *)node, NULL, 0, &st);
+    return rules_of(node) != NULL;
+}
+
+static clmad_status unsupported(clmad_context *ctx, const clmad_node *node)
+{
+    return clmad__fail(ctx, CLMAD_ERR_UNSUPPORTED, "clmad_hvp: '%s' has no second-order rule", node->name);
 }
 
 clmad_status clmad__hvp_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
 {
-    clmad_kernel *k;
-    uint64_t active;
-    int reduce[CLMAD_MAX_DIMS];
-    double scale;
-    if (clmad__bcast_node(node, &k, &active))
-        return bcast_forward(ctx, node, k, active, io);
-    if (clmad__sum_node(node, reduce, &scale))
-        return sum_forward(ctx, node, reduce, scale, io);
-    clmad_status st;
-    if (clmad__hvp_shape(ctx, node, io, 0, &st))
-        return st;
-    if (clmad__hvp_axis(ctx, node, io, 0, &st) || clmad__hvp_index(ctx, node, io, 0, &st) ||
-        clmad__hvp_matmul_nd(ctx, node, io, 0, &st))
-        return st;
-    if (clmad__dot_node(node))
-        return dot_forward(ctx, node, io);
-    const clmad_product_data *d = node->data;
-    clmad_tensor *a = node->inputs[0], *b = node->inputs[1];
-    st = product_into(ctx, &io->out_tan[0], io->in_tan[0], b, d->ta, d->tb);
-    return st == CLMAD_OK ? product_into(ctx, &io->out_tan[0], a, io->in_tan[1], d->ta, d->tb) : st;
+    const struct hvp_rules *r = rules_of(node);
+    return r ? r->forward(ctx, node, io) : unsupported(ctx, node);
 }
 
 clmad_status clmad__hvp_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
 {
-    clmad_kernel *k;
-    uint64_t active;
-    int reduce[CLMAD_MAX_DIMS];
-    double scale;
-    if (clmad__bcast_node(node, &k, &active))
-        return bcast_backward(ctx, node, k, active, io);
-    if (clmad__sum_node(node, reduce, &scale)) {
-        if (!io->want[0])
-            return CLMAD_OK;
-        clmad_status st = sum_expand(ctx, node->inputs[0], reduce, scale, io->out_adj[0], &io->in_adj[0]);
-        return st == CLMAD_OK
-                   ? sum_expand(ctx, node->inputs[0], reduce, scale, io->out_adj_tan[0], &io->in_adj_tan[0])
-                   : st;
-    }
-    clmad_status st;
-    if (clmad__hvp_shape(ctx, node, io, 1, &st))
-        return st;
-    if (clmad__hvp_axis(ctx, node, io, 1, &st) || clmad__hvp_index(ctx, node, io, 1, &st) ||
-        clmad__hvp_matmul_nd(ctx, node, io, 1, &st))
-        return st;
-    if (clmad__dot_node(node))
-        return dot_backward(ctx, node, io);
-    const clmad_product_data *d = node->data;
-    const int ta = d->ta, tb = d->tb;
-    clmad_tensor *a = node->inputs[0], *b = node->inputs[1], *g = io->out_adj[0], *gt = io->out_adj_tan[0];
-    st = CLMAD_OK;
-    if (io->want[0]) {
-        st = adjoint_a(ctx, &io->in_adj[0], g, b, ta, tb);
-        if (st == CLMAD_OK)
-            st = adjoint_a(ctx, &io->in_adj_tan[0], gt, b, ta, tb);
-        if (st == CLMAD_OK)
-            st = adjoint_a(ctx, &io->in_adj_tan[0], g, io->in_tan[1], ta, tb);
-    }
-    if (io->want[1] && st == CLMAD_OK) {
-        st = adjoint_b(ctx, &io->in_adj[1], a, g, ta, tb);
-        if (st == CLMAD_OK)
-            st = adjoint_b(ctx, &io->in_adj_tan[1], a, gt, ta, tb);
-        if (st == CLMAD_OK)
-            st = adjoint_b(ctx, &io->in_adj_tan[1], io->in_tan[0], g, ta, tb);
-    }
-    return st;
+    const struct hvp_rules *r = rules_of(node);
+    return r ? r->backward(ctx, node, io) : unsupported(ctx, node);
 }

@@ -20,23 +20,40 @@ static clmad_status or_zeros(clmad_context *ctx, clmad_tensor *t, const clmad_te
     return clmad_tensor_zeros(ctx, like->dtype, like->ndim, like->shape, out);
 }
 
-/* The operation applied to x (a tangent); xs: every input's, for concat. */
-static clmad_status forward_one(clmad_context *ctx, clmad_node *node, clmad_shape_op op, int axis, size_t start,
-                                const int *perm, clmad_tensor *const *xs, clmad_tensor **out)
+/* The shape operation of node and its parameters. */
+typedef struct shape_rule {
+    clmad_shape_op op;
+    int axis, perm[CLMAD_MAX_DIMS];
+    size_t start;
+} shape_rule;
+
+static shape_rule rule_of(const clmad_node *node)
 {
-    switch (op) {
+    shape_rule r = {0};
+    r.op = clmad__shape_node(node, &r.axis, &r.start, r.perm);
+    return r;
+}
+
+/* The operation applied to x (a tangent); xs: every input's, for concat. */
+static clmad_status forward_one(clmad_context *ctx, clmad_node *node, const shape_rule *r, clmad_tensor *const *xs,
+                                clmad_tensor **out)
+{
+    switch (r->op) {
     case CLMAD_SHAPE_RESHAPE: return clmad_reshape(ctx, xs[0], node->out_ndim[0], node->out_shape[0], out);
-    case CLMAD_SHAPE_TRANSPOSE: return clmad_transpose(ctx, xs[0], perm, out);
+    case CLMAD_SHAPE_TRANSPOSE: return clmad_transpose(ctx, xs[0], r->perm, out);
     case CLMAD_SHAPE_SLICE:
-        return clmad_slice(ctx, xs[0], axis, start, start + node->out_shape[0][axis], out);
-    default: return clmad_concat(ctx, node->n_inputs, xs, axis, out);
+        return clmad_slice(ctx, xs[0], r->axis, r->start, r->start + node->out_shape[0][r->axis], out);
+    default: return clmad_concat(ctx, node->n_inputs, xs, r->axis, out);
     }
 }
 
 /* Input j's part of g (the output's shape), by the transposed copy. */
-static clmad_status backward_one(clmad_context *ctx, clmad_node *node, clmad_shape_op op, int axis, size_t start,
-                                 const int *perm, int j, clmad_tensor *g, clmad_tensor **out)
+static clmad_status backward_one(clmad_context *ctx, clmad_node *node, const shape_rule *r, int j, clmad_tensor *g,
+                                 clmad_tensor **out)
 {
+    const clmad_shape_op op = r->op;
+    const int axis = r->axis, *perm = r->perm;
+    const size_t start = r->start;
     const clmad_tensor *x = node->inputs[j];
     if (!g)
         return CLMAD_OK;
@@ -79,46 +96,40 @@ static clmad_status backward_one(clmad_context *ctx, clmad_node *node, clmad_sha
     return st;
 }
 
-int clmad__hvp_shape(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io, int backward, clmad_status *st)
+clmad_status clmad__hvp_shape_backward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
 {
-    int axis = 0, perm[CLMAD_MAX_DIMS];
-    size_t start = 0;
-    const clmad_shape_op op = clmad__shape_node(node, &axis, &start, perm);
-    if (op == CLMAD_SHAPE_NONE)
-        return 0;
-    if (!ctx) /* a question: is node a shape operation? */
-        return 1;
-    *st = CLMAD_OK;
-    if (backward) {
-        for (int j = 0; j < node->n_inputs && *st == CLMAD_OK; j++) {
-            if (!io->want[j])
-                continue;
-            *st = backward_one(ctx, node, op, axis, start, perm, j, io->out_adj[0], &io->in_adj[j]);
-            if (*st == CLMAD_OK)
-                *st = backward_one(ctx, node, op, axis, start, perm, j, io->out_adj_tan[0], &io->in_adj_tan[j]);
-        }
-        return 1;
+    const shape_rule r = rule_of(node);
+    clmad_status st = CLMAD_OK;
+    for (int j = 0; j < node->n_inputs && st == CLMAD_OK; j++) {
+        if (!io->want[j])
+            continue;
+        st = backward_one(ctx, node, &r, j, io->out_adj[0], &io->in_adj[j]);
+        if (st == CLMAD_OK)
+            st = backward_one(ctx, node, &r, j, io->out_adj_tan[0], &io->in_adj_tan[j]);
     }
+    return st;
+}
+
+clmad_status clmad__hvp_shape_forward(clmad_context *ctx, clmad_node *node, clmad_hvp_io *io)
+{
+    const shape_rule r = rule_of(node);
     int any = 0;
     for (int j = 0; j < node->n_inputs; j++)
         any |= io->in_tan[j] != NULL;
     if (!any)
-        return 1;
-    if (op != CLMAD_SHAPE_CONCAT) {
-        *st = forward_one(ctx, node, op, axis, start, perm, io->in_tan, &io->out_tan[0]);
-        return 1;
-    }
+        return CLMAD_OK;
+    if (r.op != CLMAD_SHAPE_CONCAT)
+        return forward_one(ctx, node, &r, io->in_tan, &io->out_tan[0]);
     clmad_tensor **xs = calloc((size_t)node->n_inputs, sizeof *xs);
-    if (!xs) {
-        *st = clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "clmad_hvp: out of host memory");
-        return 1;
-    }
-    for (int j = 0; j < node->n_inputs && *st == CLMAD_OK; j++)
-        *st = or_zeros(ctx, io->in_tan[j], node->inputs[j], &xs[j]);
-    if (*st == CLMAD_OK)
-        *st = forward_one(ctx, node, op, axis, start, perm, xs, &io->out_tan[0]);
+    if (!xs)
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "clmad_hvp: out of host memory");
+    clmad_status st = CLMAD_OK;
+    for (int j = 0; j < node->n_inputs && st == CLMAD_OK; j++)
+        st = or_zeros(ctx, io->in_tan[j], node->inputs[j], &xs[j]);
+    if (st == CLMAD_OK)
+        st = forward_one(ctx, node, &r, xs, &io->out_tan[0]);
     for (int j = 0; j < node->n_inputs; j++)
         clmad_tensor_release(xs[j]);
     free(xs);
-    return 1;
+    return st;
 }

@@ -39,16 +39,16 @@ typedef struct clmad_index_data {
 clmad_status clmad__index_move(clmad_context *ctx, clmad_kernel_id id, clmad_tensor *dst, clmad_tensor *src,
                                clmad_tensor *idx, clmad_axis_view v, size_t k_len, int accumulate);
 
-/* ---- for clmad_hvp (ops/hvp_index.c) ---------------------------------------
- * Which index operation recorded a node, and the operation's linear map or
- * its adjoint applied to other tensors (tangents) with the node's index. */
+/* The descriptors of the index operations' nodes (tape.h): index_select and
+ * embedding (index_select.c), gather and scatter_add (index_gather.c),
+ * cast (index_cast.c). */
+extern const clmad_op clmad__op_index_select, clmad__op_embedding;
+extern const clmad_op clmad__op_gather, clmad__op_scatter_add;
+extern const clmad_op clmad__op_cast;
 
-/* 1 if node is clmad_index_select's or clmad_embedding's (select), or
- * clmad_gather's, clmad_scatter_add's, clmad_cast's. */
-int clmad__select_node(const clmad_node *node);
-int clmad__gather_node(const clmad_node *node);
-int clmad__scatter_add_node(const clmad_node *node);
-int clmad__cast_node(const clmad_node *node);
+/* ---- for clmad_hvp (ops/hvp_index.c) ---------------------------------------
+ * The select operation's linear map or its adjoint applied to other tensors
+ * (tangents) with the node's index. */
 
 /* The rows of x (shaped like the select node's input) that the node's index
  * picks: a new tensor of the node's output shape. */

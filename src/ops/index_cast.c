@@ -47,6 +47,8 @@ static clmad_status cast_backward(clmad_context *ctx, clmad_node *node)
     return clmad__accumulate_input(ctx, node, 0, g);
 }
 
+const clmad_op clmad__op_cast = {.name = "clmad_cast", .backward = cast_backward, .kind = CLMAD_OP_OPAQUE};
+
 clmad_status clmad_cast(clmad_context *ctx, clmad_tensor *x, clmad_dtype dtype, clmad_tensor **out)
 {
     CLMAD_GUARD(ctx, "clmad_cast");
@@ -63,7 +65,7 @@ clmad_status clmad_cast(clmad_context *ctx, clmad_tensor *x, clmad_dtype dtype, 
         st = convert(ctx, y, x);
     /* Gradients flow between float dtypes only: an integer result has none. */
     int n = clmad__dtype_is_float(dtype) ? 1 : 0;
-    return clmad__finish_op(ctx, "clmad_cast", cast_backward, &x, n, y, NULL, clmad__free_node_data, st, out);
+    return clmad__finish_op(ctx, &clmad__op_cast, &x, n, y, NULL, st, out);
 }
 
 clmad_status clmad_one_hot(clmad_context *ctx, clmad_tensor *index, size_t classes, clmad_dtype dtype,
@@ -101,9 +103,4 @@ clmad_status clmad_one_hot(clmad_context *ctx, clmad_tensor *index, size_t class
     }
     *out = y;
     return CLMAD_OK;
-}
-
-int clmad__cast_node(const clmad_node *node)
-{
-    return node->backward == cast_backward;
 }

@@ -54,6 +54,9 @@ static clmad_status gather_backward(clmad_context *ctx, clmad_node *node)
     return clmad__adjoint_close(&t, st);
 }
 
+const clmad_op clmad__op_gather = {.name = "clmad_gather", .backward = gather_backward,
+                                   .free_data = clmad__free_node_data, .kind = CLMAD_OP_OPAQUE};
+
 clmad_status clmad_gather(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor *index, clmad_tensor **out)
 {
     CLMAD_GUARD(ctx, "clmad_gather");
@@ -84,7 +87,7 @@ clmad_status clmad_gather(clmad_context *ctx, clmad_tensor *x, int axis, clmad_t
     if (st == CLMAD_OK)
         st = clmad__index_move(ctx, CLMAD_INDEX_GATHER, y, x, index, v, d->k_len, 0);
     clmad_tensor *ins[2] = {x, index};
-    return clmad__finish_op(ctx, call, gather_backward, ins, 2, y, d, clmad__free_node_data, st, out);
+    return clmad__finish_op(ctx, &clmad__op_gather, ins, 2, y, d, st, out);
 }
 
 /* ---- scatter_add ---------------------------------------------------------- */
@@ -111,6 +114,9 @@ static clmad_status scatter_backward(clmad_context *ctx, clmad_node *node)
     }
     return st;
 }
+
+const clmad_op clmad__op_scatter_add = {.name = "clmad_scatter_add", .backward = scatter_backward,
+                                        .free_data = clmad__free_node_data, .kind = CLMAD_OP_OPAQUE};
 
 clmad_status clmad_scatter_add(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor *index,
                                clmad_tensor *src, clmad_tensor **out)
@@ -155,15 +161,5 @@ clmad_status clmad_scatter_add(clmad_context *ctx, clmad_tensor *x, int axis, cl
     if (st == CLMAD_OK)
         st = clmad__index_move(ctx, CLMAD_INDEX_SCATTER_ADD, y, src, index, v, d->k_len, 1);
     clmad_tensor *ins[3] = {x, index, src};
-    return clmad__finish_op(ctx, call, scatter_backward, ins, 3, y, d, clmad__free_node_data, st, out);
-}
-
-int clmad__gather_node(const clmad_node *node)
-{
-    return node->backward == gather_backward;
-}
-
-int clmad__scatter_add_node(const clmad_node *node)
-{
-    return node->backward == scatter_backward;
+    return clmad__finish_op(ctx, &clmad__op_scatter_add, ins, 3, y, d, st, out);
 }

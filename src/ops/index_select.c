@@ -48,21 +48,27 @@ static clmad_status select_backward(clmad_context *ctx, clmad_node *node)
     return clmad__adjoint_close(&t, st);
 }
 
+/* clmad_index_select and clmad_embedding: one backward, two names. */
+const clmad_op clmad__op_index_select = {.name = "clmad_index_select", .backward = select_backward,
+                                         .free_data = clmad__free_node_data, .kind = CLMAD_OP_OPAQUE};
+const clmad_op clmad__op_embedding = {.name = "clmad_embedding", .backward = select_backward,
+                                      .free_data = clmad__free_node_data, .kind = CLMAD_OP_OPAQUE};
+
 /* index_select of x (checked, with its view v) by idx (checked), output
- * shape `shape`. */
-static clmad_status select_rows(clmad_context *ctx, const char *call, clmad_tensor *x, clmad_axis_view v,
+ * shape `shape`, recorded as op. */
+static clmad_status select_rows(clmad_context *ctx, const clmad_op *op, clmad_tensor *x, clmad_axis_view v,
                                 clmad_tensor *idx, int ndim, const size_t *shape, clmad_tensor **out)
 {
     clmad_index_data *d = malloc(sizeof *d);
     if (!d)
-        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory in %s", call);
+        return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory in %s", op->name);
     *d = (clmad_index_data){v, idx->numel};
     clmad_tensor *y = NULL;
     clmad_status st = clmad_tensor_create(ctx, x->dtype, ndim, shape, NULL, &y);
     if (st == CLMAD_OK)
         st = launch_select(ctx, d, y, x, idx);
     clmad_tensor *ins[2] = {x, idx};
-    return clmad__finish_op(ctx, call, select_backward, ins, 2, y, d, clmad__free_node_data, st, out);
+    return clmad__finish_op(ctx, op, ins, 2, y, d, st, out);
 }
 
 clmad_status clmad_index_select(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor *index,
@@ -87,7 +93,7 @@ clmad_status clmad_index_select(clmad_context *ctx, clmad_tensor *x, int axis, c
     size_t shape[CLMAD_MAX_DIMS];
     for (int dim = 0; dim < x->ndim; dim++)
         shape[dim] = dim == v.axis ? index->numel : x->shape[dim];
-    return select_rows(ctx, call, x, v, index, x->ndim, shape, out);
+    return select_rows(ctx, &clmad__op_index_select, x, v, index, x->ndim, shape, out);
 }
 
 clmad_status clmad_embedding(clmad_context *ctx, clmad_tensor *weight, clmad_tensor *index, clmad_tensor **out)
@@ -118,12 +124,7 @@ clmad_status clmad_embedding(clmad_context *ctx, clmad_tensor *weight, clmad_ten
     shape[index->ndim] = weight->shape[1];
     /* The kernel reads the index as a flat list: its shape only names the
      * output's leading axes. */
-    return select_rows(ctx, call, weight, v, index, index->ndim + 1, shape, out);
-}
-
-int clmad__select_node(const clmad_node *node)
-{
-    return node->backward == select_backward;
+    return select_rows(ctx, &clmad__op_embedding, weight, v, index, index->ndim + 1, shape, out);
 }
 
 clmad_status clmad__select_apply(clmad_context *ctx, const clmad_node *node, clmad_tensor *x, clmad_tensor **out)

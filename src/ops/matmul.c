@@ -30,5 +30,5 @@ clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, 
     if (st == CLMAD_OK)
         st = clmad__batched_gemm(ctx, a->dtype, 1, trans_a != 0, trans_b != 0, m, n, k, clmad__mat_of(a),
                                  clmad__mat_of(b), 0.0, c);
-    return clmad__finish_product(ctx, "clmad_matmul", a, b, trans_a != 0, trans_b != 0, c, st, out);
+    return clmad__finish_product(ctx, &clmad__op_matmul, a, b, trans_a != 0, trans_b != 0, c, st, out);
 }

@@ -233,6 +233,9 @@ static clmad_status nd_backward(clmad_context *ctx, clmad_node *node)
     return st != CLMAD_OK ? st : grad_of(ctx, node, 1, &p);
 }
 
+const clmad_op clmad__op_matmul_nd = {.name = "clmad_matmul", .backward = nd_backward,
+                                      .free_data = clmad__free_node_data, .kind = CLMAD_OP_OPAQUE};
+
 clmad_status clmad__matmul_nd(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a, int trans_b,
                               clmad_tensor **out)
 {
@@ -257,17 +260,14 @@ clmad_status clmad__matmul_nd(clmad_context *ctx, clmad_tensor *a, clmad_tensor 
         else
             st = clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory in clmad_matmul");
     }
-    return clmad__finish_op(ctx, "clmad_matmul", nd_backward, ins, 2, c, d, clmad__free_node_data, st, out);
+    return clmad__finish_op(ctx, &clmad__op_matmul_nd, ins, 2, c, d, st, out);
 }
 
-int clmad__matmul_nd_node(const clmad_node *node, int *trans_a, int *trans_b)
+void clmad__matmul_nd_flags(const clmad_node *node, int *trans_a, int *trans_b)
 {
-    if (node->backward != nd_backward)
-        return 0;
     const nd_data *d = node->data;
     *trans_a = d->trans_a;
     *trans_b = d->trans_b;
-    return 1;
 }
 
 clmad_status clmad__matmul_nd_grad(clmad_context *ctx, const clmad_tensor *a, const clmad_tensor *b, int trans_a,

@@ -29,18 +29,23 @@ clmad_status clmad__batched_gemm(clmad_context *ctx, clmad_dtype dtype, size_t b
                                  size_t m, size_t n, size_t k, clmad_mat a, clmad_mat b, double beta,
                                  clmad_tensor *c);
 
+/* ---- the descriptors of the operations that record nodes (tape.h) ---- */
+extern const clmad_op clmad__op_matmul, clmad__op_bmm;       /* product.c: 2-d and batched 3-d */
+extern const clmad_op clmad__op_matmul_nd;                   /* matmul_nd.c: clmad_matmul, other ranks */
+extern const clmad_op clmad__op_dot;                         /* dot.c */
+extern const clmad_op clmad__op_sum, clmad__op_mean;         /* sum.c */
+extern const clmad_op clmad__op_slice, clmad__op_concat, clmad__op_reshape, clmad__op_transpose; /* shape.c */
+extern const clmad_op clmad__op_max, clmad__op_logsumexp;    /* axis.c */
+extern const clmad_op clmad__op_softmax, clmad__op_log_softmax;
+
 /* What a product's node keeps: which operands were transposed. */
 typedef struct clmad_product_data {
     int ta, tb;
 } clmad_product_data;
 
-/* The backward of C = op(A) op(B) (per matrix): node's inputs A and B, its
- * output adjoint dC, its data a clmad_product_data. */
-clmad_status clmad__product_backward(clmad_context *ctx, clmad_node *node);
-
-/* Ends clmad_matmul or clmad_bmm (`name`) of c = op(a) op(b) as
- * clmad__finish_op does, its node keeping ta and tb. */
-clmad_status clmad__finish_product(clmad_context *ctx, const char *name, clmad_tensor *a, clmad_tensor *b,
+/* Ends clmad_matmul or clmad_bmm (op: clmad__op_matmul or clmad__op_bmm) of
+ * c = op(a) op(b) as clmad__finish_op does, its node keeping ta and tb. */
+clmad_status clmad__finish_product(clmad_context *ctx, const clmad_op *op, clmad_tensor *a, clmad_tensor *b,
                                    int ta, int tb, clmad_tensor *c, clmad_status st, clmad_tensor **out);
 
 /* clmad_matmul for operands other than two 2-d ones (matmul_nd.c): NumPy's
@@ -48,8 +53,8 @@ clmad_status clmad__finish_product(clmad_context *ctx, const char *name, clmad_t
 clmad_status clmad__matmul_nd(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a, int trans_b,
                               clmad_tensor **out);
 
-/* 1 if node is clmad__matmul_nd's, with the flags it was called with. */
-int clmad__matmul_nd_node(const clmad_node *node, int *trans_a, int *trans_b);
+/* The flags a clmad__op_matmul_nd node was called with. */
+void clmad__matmul_nd_flags(const clmad_node *node, int *trans_a, int *trans_b);
 
 /* The gradient of operand j (0: a, 1: b) of clmad__matmul_nd(a, b, trans_a,
  * trans_b) for the result's adjoint dc, summed over the batch axes that
@@ -58,11 +63,6 @@ int clmad__matmul_nd_node(const clmad_node *node, int *trans_a, int *trans_b);
 clmad_status clmad__matmul_nd_grad(clmad_context *ctx, const clmad_tensor *a, const clmad_tensor *b, int trans_a,
                                    int trans_b, const clmad_tensor *dc, int j, clmad_tensor **out);
 
-/* Ends an operation with the one output y made with status st: on success
- * records its node when the inputs need gradients (data, may be NULL, goes
- * to the node) and hands y to *out; otherwise, or when recording fails,
- * releases y. data is freed with free_data on every path where no node
- * takes it. */
 /* Which shape operation node is (CLMAD_SHAPE_NONE: none), with its axis
  * (slice, concat), start (slice) and perm (transpose, CLMAD_MAX_DIMS). */
 typedef enum clmad_shape_op {
@@ -74,12 +74,9 @@ typedef enum clmad_shape_op {
 } clmad_shape_op;
 clmad_shape_op clmad__shape_node(const clmad_node *node, int *axis, size_t *start, int *perm);
 
-/* 1 if node is clmad_dot's. */
-int clmad__dot_node(const clmad_node *node);
-
-/* 1 if node is clmad_sum's or clmad_mean's: reduce[d] (CLMAD_MAX_DIMS
- * entries) is 1 for a summed axis of the input, *scale 1 or 1/count. */
-int clmad__sum_node(const clmad_node *node, int *reduce, double *scale);
+/* Of a clmad_sum or clmad_mean node: reduce[d] (CLMAD_MAX_DIMS entries) is
+ * 1 for a summed axis of the input, *scale 1 or 1/count. */
+void clmad__sum_params(const clmad_node *node, int *reduce, double *scale);
 
 /* ---- the axis operations (axis.c), for clmad_hvp ---- */
 /* Which axis operation node is (CLMAD_AXIS_NONE: none), with the axis of
@@ -100,9 +97,13 @@ clmad_axis_op clmad__axis_node(const clmad_node *node, int *axis, clmad_tensor *
 clmad_status clmad__axis_pullback(clmad_context *ctx, const clmad_node *node, clmad_tensor *adj,
                                   clmad_tensor **g);
 
-clmad_status clmad__finish_op(clmad_context *ctx, const char *name, clmad_backward_fn backward,
-                              clmad_tensor *const *ins, int n, clmad_tensor *y, void *data,
-                              void (*free_data)(clmad_node *node), clmad_status st, clmad_tensor **out);
+/* Ends an operation with the one output y made with status st: on success
+ * records its node of op when the inputs need gradients (data, may be NULL,
+ * goes to the node) and hands y to *out; otherwise, or when recording
+ * fails, releases y. data is freed with op->free_data on every path where
+ * no node takes it. */
+clmad_status clmad__finish_op(clmad_context *ctx, const clmad_op *op, clmad_tensor *const *ins, int n,
+                              clmad_tensor *y, void *data, clmad_status st, clmad_tensor **out);
 
 /* The common checks of a call on two operands: ctx, a, b and out not NULL
  * (CLMAD_ERR_INVALID_ARGUMENT naming the first that is), a and b of ctx

@@ -46,7 +46,7 @@ static clmad_status grad_gemm(clmad_context *ctx, clmad_node *node, int j, size_
     return clmad__adjoint_close(&t, st);
 }
 
-clmad_status clmad__product_backward(clmad_context *ctx, clmad_node *node)
+static clmad_status product_backward(clmad_context *ctx, clmad_node *node)
 {
     const clmad_product_data *d = node->data;
     int ta = d->ta, tb = d->tb;
@@ -67,7 +67,12 @@ clmad_status clmad__product_backward(clmad_context *ctx, clmad_node *node)
     return grad_gemm(ctx, node, 1, batch, 1, ta, n, k, m, mc, ma);
 }
 
-clmad_status clmad__finish_product(clmad_context *ctx, const char *name, clmad_tensor *a, clmad_tensor *b,
+const clmad_op clmad__op_matmul = {.name = "clmad_matmul", .backward = product_backward,
+                                   .free_data = clmad__free_node_data, .kind = CLMAD_OP_OPAQUE};
+const clmad_op clmad__op_bmm = {.name = "clmad_bmm", .backward = product_backward,
+                                .free_data = clmad__free_node_data, .kind = CLMAD_OP_OPAQUE};
+
+clmad_status clmad__finish_product(clmad_context *ctx, const clmad_op *op, clmad_tensor *a, clmad_tensor *b,
                                    int ta, int tb, clmad_tensor *c, clmad_status st, clmad_tensor **out)
 {
     clmad_tensor *ins[2] = {a, b};
@@ -77,7 +82,7 @@ clmad_status clmad__finish_product(clmad_context *ctx, const char *name, clmad_t
         if (d)
             *d = (clmad_product_data){ta, tb};
         else
-            st = clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory in %s", name);
+            st = clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory in %s", op->name);
     }
-    return clmad__finish_op(ctx, name, clmad__product_backward, ins, 2, c, d, clmad__free_node_data, st, out);
+    return clmad__finish_op(ctx, op, ins, 2, c, d, st, out);
 }

@@ -54,6 +54,9 @@ static clmad_status slice_backward(clmad_context *ctx, clmad_node *node)
                         adj->shape[d->axis] == x->shape[d->axis]);
 }
 
+const clmad_op clmad__op_slice = {.name = "clmad_slice", .backward = slice_backward,
+                                  .free_data = clmad__free_node_data, .kind = CLMAD_OP_SHAPE};
+
 clmad_status clmad_slice(clmad_context *ctx, clmad_tensor *x, int axis, size_t start, size_t stop,
                          clmad_tensor **out)
 {
@@ -86,7 +89,7 @@ clmad_status clmad_slice(clmad_context *ctx, clmad_tensor *x, int axis, size_t s
         clmad__contiguous_strides(x->ndim, shape, ys);
         st = clmad__strided_copy(ctx, y, 0, ys, x, start * xs[axis], xs, x->ndim, shape, 1.0, 0);
     }
-    return clmad__finish_op(ctx, "clmad_slice", slice_backward, &x, 1, y, d, clmad__free_node_data, st, out);
+    return clmad__finish_op(ctx, &clmad__op_slice, &x, 1, y, d, st, out);
 }
 
 /* ---- concat --------------------------------------------------------------- */
@@ -106,6 +109,9 @@ static clmad_status concat_backward(clmad_context *ctx, clmad_node *node)
     }
     return st;
 }
+
+const clmad_op clmad__op_concat = {.name = "clmad_concat", .backward = concat_backward,
+                                   .free_data = clmad__free_node_data, .kind = CLMAD_OP_SHAPE};
 
 clmad_status clmad_concat(clmad_context *ctx, int n, clmad_tensor *const *xs, int axis,
                           clmad_tensor **out)
@@ -158,7 +164,7 @@ clmad_status clmad_concat(clmad_context *ctx, int n, clmad_tensor *const *xs, in
         st = clmad__strided_copy(ctx, y, offset * ys[axis], ys, xs[i], 0, s, y->ndim, xs[i]->shape, 1.0, 0);
         offset += xs[i]->shape[axis];
     }
-    return clmad__finish_op(ctx, "clmad_concat", concat_backward, xs, n, y, d, clmad__free_node_data, st, out);
+    return clmad__finish_op(ctx, &clmad__op_concat, xs, n, y, d, st, out);
 }
 
 /* ---- reshape -------------------------------------------------------------- */
@@ -169,6 +175,8 @@ static clmad_status reshape_backward(clmad_context *ctx, clmad_node *node)
     size_t dims[1] = {x->numel}, one[1] = {1};
     return scatter_grad(ctx, node, 0, adj, 0, one, 0, one, 1, dims, 1);
 }
+
+const clmad_op clmad__op_reshape = {.name = "clmad_reshape", .backward = reshape_backward, .kind = CLMAD_OP_SHAPE};
 
 clmad_status clmad_reshape(clmad_context *ctx, clmad_tensor *x, int ndim, const size_t *shape,
                            clmad_tensor **out)
@@ -196,7 +204,7 @@ clmad_status clmad_reshape(clmad_context *ctx, clmad_tensor *x, int ndim, const 
         if (err != CL_SUCCESS)
             st = clmad__fail_cl(ctx, err, "clEnqueueCopyBuffer");
     }
-    return clmad__finish_op(ctx, "clmad_reshape", reshape_backward, &x, 1, y, NULL, clmad__free_node_data, st, out);
+    return clmad__finish_op(ctx, &clmad__op_reshape, &x, 1, y, NULL, st, out);
 }
 
 /* ---- transpose ------------------------------------------------------------ */
@@ -212,6 +220,9 @@ static clmad_status transpose_backward(clmad_context *ctx, clmad_node *node)
         ps[i] = xs[d->perm[i]];
     return scatter_grad(ctx, node, 0, adj, 0, as, 0, ps, adj->ndim, adj->shape, 1);
 }
+
+const clmad_op clmad__op_transpose = {.name = "clmad_transpose", .backward = transpose_backward,
+                                      .free_data = clmad__free_node_data, .kind = CLMAD_OP_SHAPE};
 
 clmad_status clmad_transpose(clmad_context *ctx, clmad_tensor *x, const int *perm, clmad_tensor **out)
 {
@@ -248,17 +259,17 @@ clmad_status clmad_transpose(clmad_context *ctx, clmad_tensor *x, const int *per
         clmad__contiguous_strides(x->ndim, shape, ys);
         st = clmad__strided_copy(ctx, y, 0, ys, x, 0, src, x->ndim, shape, 1.0, 0);
     }
-    return clmad__finish_op(ctx, "clmad_transpose", transpose_backward, &x, 1, y, d, clmad__free_node_data, st, out);
+    return clmad__finish_op(ctx, &clmad__op_transpose, &x, 1, y, d, st, out);
 }
 
 clmad_shape_op clmad__shape_node(const clmad_node *node, int *axis, size_t *start, int *perm)
 {
-    /* The kind first, by the backward: only a shape node's data is a shape_data. */
-    const clmad_shape_op op = node->backward == reshape_backward     ? CLMAD_SHAPE_RESHAPE
-                              : node->backward == slice_backward     ? CLMAD_SHAPE_SLICE
-                              : node->backward == concat_backward    ? CLMAD_SHAPE_CONCAT
-                              : node->backward == transpose_backward ? CLMAD_SHAPE_TRANSPOSE
-                                                                     : CLMAD_SHAPE_NONE;
+    /* The operation first: only a shape node's data is a shape_data. */
+    const clmad_shape_op op = node->op == &clmad__op_reshape     ? CLMAD_SHAPE_RESHAPE
+                              : node->op == &clmad__op_slice     ? CLMAD_SHAPE_SLICE
+                              : node->op == &clmad__op_concat    ? CLMAD_SHAPE_CONCAT
+                              : node->op == &clmad__op_transpose ? CLMAD_SHAPE_TRANSPOSE
+                                                                 : CLMAD_SHAPE_NONE;
     const shape_data *d = node->data;
     if (op == CLMAD_SHAPE_NONE || op == CLMAD_SHAPE_RESHAPE || !d)
         return op == CLMAD_SHAPE_RESHAPE || d ? op : CLMAD_SHAPE_NONE;

@@ -10,19 +10,10 @@
 #include <stdlib.h>
 
 typedef struct sum_data {
+    clmad_fused_loss *fused; /* first: a sum of a held broadcast, fused (fused_loss.h) */
     int reduce[CLMAD_MAX_DIMS];
     double scale;
-    clmad_fused_loss *fused; /* a sum of a held broadcast, fused (fused_loss.h) */
 } sum_data;
-
-static void sum_free(clmad_node *node)
-{
-    sum_data *d = node->data;
-    if (d)
-        clmad__fused_loss_free(d->fused);
-    free(d);
-    node->data = NULL;
-}
 
 static clmad_status sum_backward(clmad_context *ctx, clmad_node *node)
 {
@@ -65,9 +56,16 @@ static clmad_status sum_backward(clmad_context *ctx, clmad_node *node)
     return clmad__accumulate_input(ctx, node, 0, g);
 }
 
-static clmad_status reduce_op(clmad_context *ctx, const char *name, clmad_tensor *x, int naxes,
-                              const int *axes, int keepdims, int mean, clmad_tensor **out)
+const clmad_op clmad__op_sum = {.name = "clmad_sum", .backward = sum_backward, .free_data = clmad__free_fused_data,
+                                .kind = CLMAD_OP_REDUCTION, .reduction = CLMAD_REDUCTION_SUM};
+const clmad_op clmad__op_mean = {.name = "clmad_mean", .backward = sum_backward, .free_data = clmad__free_fused_data,
+                                 .kind = CLMAD_OP_REDUCTION, .reduction = CLMAD_REDUCTION_MEAN};
+
+static clmad_status reduce_op(clmad_context *ctx, const clmad_op *op, clmad_tensor *x, int naxes,
+                              const int *axes, int keepdims, clmad_tensor **out)
 {
+    const char *name = op->name;
+    const int mean = op == &clmad__op_mean;
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", name);
     if (!x || !out || (naxes > 0 && !axes) || naxes < 0)
@@ -111,33 +109,30 @@ static clmad_status reduce_op(clmad_context *ctx, const char *name, clmad_tensor
         st = mean && count == 0 ? clmad_tensor_fill(ctx, x->dtype, ndim, shape, NAN, &y)
                                 : clmad__reduce(ctx, x, d->reduce, d->scale, ndim, shape, &y);
     if (st != CLMAD_OK) {
-        sum_free(&(clmad_node){.data = d});
+        clmad__free_fused_data(&(clmad_node){.data = d});
         return st;
     }
-    return clmad__finish_op(ctx, name, sum_backward, &x, 1, y, d, sum_free, st, out);
+    return clmad__finish_op(ctx, op, &x, 1, y, d, st, out);
 }
 
 clmad_status clmad_sum(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
                        clmad_tensor **out)
 {
     CLMAD_GUARD_HOLDING(ctx, "clmad_sum");
-    return reduce_op(ctx, "clmad_sum", x, naxes, axes, keepdims, 0, out);
+    return reduce_op(ctx, &clmad__op_sum, x, naxes, axes, keepdims, out);
 }
 
 clmad_status clmad_mean(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,
                         clmad_tensor **out)
 {
     CLMAD_GUARD_HOLDING(ctx, "clmad_mean");
-    return reduce_op(ctx, "clmad_mean", x, naxes, axes, keepdims, 1, out);
+    return reduce_op(ctx, &clmad__op_mean, x, naxes, axes, keepdims, out);
 }
 
-int clmad__sum_node(const clmad_node *node, int *reduce, double *scale)
+void clmad__sum_params(const clmad_node *node, int *reduce, double *scale)
 {
-    if (node->backward != sum_backward || !node->data)
-        return 0;
     const sum_data *d = node->data;
     for (int i = 0; i < CLMAD_MAX_DIMS; i++)
         reduce[i] = d->reduce[i];
     *scale = d->scale;
-    return 1;
 }

@@ -61,7 +61,7 @@ static clmad_status run_node(clmad_context *ctx, clmad_node *node)
             st = clmad__materialize_adjoint(ctx, node, o);
     }
     if (any && st == CLMAD_OK)
-        st = node->backward(ctx, node);
+        st = node->op->backward(ctx, node);
     for (int o = 0; o < node->n_outputs; o++)
         clmad__set_adjoint(node, o, NULL);
     if (!ctx->tape.retain)

@@ -38,11 +38,11 @@ int clmad__should_record(const clmad_context *ctx, clmad_tensor *const *inputs, 
     return 0;
 }
 
-void clmad__discard_data(void *data, void (*free_data)(clmad_node *node))
+void clmad__discard_data(const clmad_op *op, void *data)
 {
-    clmad_node owner = {.data = data};
-    if (data && free_data)
-        free_data(&owner);
+    clmad_node owner = {.op = op, .data = data};
+    if (data && op->free_data)
+        op->free_data(&owner);
 }
 
 void clmad__free_node_data(clmad_node *node)
@@ -59,9 +59,10 @@ void clmad__node_keeps(clmad_context *ctx, clmad_node *node, uint64_t bytes)
 
 void clmad__node_drop_saved(clmad_context *ctx, clmad_node *node)
 {
-    if (node->free_data)
-        node->free_data(node);
-    node->free_data = NULL;
+    /* Once: backward drops it early, freeing the node drops it again. */
+    if (node->data && node->op->free_data)
+        node->op->free_data(node);
+    node->data = NULL;
     ctx->stats.tape_saved_bytes -= node->saved_bytes;
     node->saved_bytes = 0;
     for (int j = 0; j < node->n_inputs; j++) {
@@ -142,24 +143,21 @@ static clmad_status tape_reserve(clmad_context *ctx, const char *name)
     return CLMAD_OK;
 }
 
-clmad_status clmad__record_op(clmad_context *ctx, const char *name, clmad_backward_fn backward,
-                              clmad_tensor *const *inputs, int n_inputs, clmad_tensor **outputs,
-                              int n_outputs, void *data, void (*free_data)(clmad_node *node),
-                              clmad_node **out)
+clmad_status clmad__record_op(clmad_context *ctx, const clmad_op *op, clmad_tensor *const *inputs, int n_inputs,
+                              clmad_tensor **outputs, int n_outputs, void *data, clmad_node **out)
 {
-    clmad_status st = tape_reserve(ctx, name);
+    clmad_status st = tape_reserve(ctx, op->name);
     clmad_node *node = st == CLMAD_OK ? node_alloc(n_inputs, n_outputs) : NULL;
     if (st == CLMAD_OK && !node)
-        st = clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory recording %s", name);
+        st = clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory recording %s", op->name);
     if (st != CLMAD_OK) {
-        clmad__discard_data(data, free_data);
+        clmad__discard_data(op, data);
         return st;
     }
     struct clmad_tape *tape = ctx->tape.state;
-    node->name = name;
-    node->backward = backward;
+    node->op = op;
+    node->name = op->name;
     node->data = data;
-    node->free_data = free_data;
     node->n_inputs = n_inputs;
     for (int j = 0; j < n_inputs; j++) {
         node->inputs[j] = clmad_tensor_retain(inputs[j]);
@@ -182,6 +180,18 @@ clmad_status clmad__record_op(clmad_context *ctx, const char *name, clmad_backwa
     if (out)
         *out = node;
     return CLMAD_OK;
+}
+
+clmad_node *const *clmad__tape_nodes(const clmad_context *ctx, size_t *count)
+{
+    const struct clmad_tape *tape = ctx->tape.state;
+    *count = tape ? tape->count : 0;
+    return tape ? tape->nodes : NULL;
+}
+
+int clmad__output_on_tape(const clmad_context *ctx, const clmad_tensor *t)
+{
+    return clmad__node_current(ctx, t);
 }
 
 void clmad__tape_free_nodes(clmad_context *ctx)

@@ -11,14 +11,46 @@ typedef struct clmad_node clmad_node;
  * each to clmad__accumulate_input. out_adj entries may be NULL (zero). */
 typedef clmad_status (*clmad_backward_fn)(clmad_context *ctx, clmad_node *node);
 
+/* What fusion needs to know of an operation: the shape of its work. */
+typedef enum clmad_op_kind {
+    CLMAD_OP_ELEMENTWISE, /* each output element from the inputs' elements at its index */
+    CLMAD_OP_REDUCTION,   /* one output element from many: clmad_op.reduction says how */
+    CLMAD_OP_SHAPE,       /* moves elements, computes none: slice, concat, reshape, transpose */
+    CLMAD_OP_OPAQUE       /* anything else: matrix products, index operations, softmax, cast */
+} clmad_op_kind;
+
+typedef enum clmad_reduction {
+    CLMAD_REDUCTION_NONE,
+    CLMAD_REDUCTION_SUM,
+    CLMAD_REDUCTION_MEAN,
+    CLMAD_REDUCTION_DOT, /* the sum of the product of two inputs */
+    CLMAD_REDUCTION_MAX,
+    CLMAD_REDUCTION_LOGSUMEXP
+} clmad_reduction;
+
+/* An operation's descriptor: a constant beside the operation's backward,
+ * which each of its nodes points at. A node is recognised by it
+ * (node->op == &clmad__op_dot). clmad_hvp finds its second-order rules by
+ * it too, in the table of ops/hvp_rules.c: those rules call the operation
+ * itself (and a broadcast's lie a layer above it), so pointers to them here
+ * would make the files call each other in a cycle. */
+typedef struct clmad_op {
+    const char *name;                     /* for messages, unless the node has its own */
+    clmad_backward_fn backward;
+    void (*free_data)(clmad_node *node);  /* releases node->data; NULL when it keeps none */
+    clmad_op_kind kind;
+    clmad_reduction reduction;            /* CLMAD_OP_REDUCTION: which */
+    const char *source;                   /* CLMAD_OP_ELEMENTWISE: the value in the ad_ vocabulary;
+                                             NULL when each node's kernel has its own (broadcast) */
+} clmad_op;
+
 /* A node and its per-input and per-output arrays are one allocation sized
  * by the operation's arity: every recorded operation has a node, so it must
  * stay small (a few hundred bytes for a binary operation). */
 struct clmad_node {
-    const char *name;                     /* for messages: "broadcast(cell)", "matmul", ... */
-    clmad_backward_fn backward;
-    void (*free_data)(clmad_node *node);  /* releases node->data (may be NULL) */
-    void *data;
+    const clmad_op *op;
+    const char *name;                     /* for messages: op->name, or a broadcast's kernel name */
+    void *data;                           /* released by op->free_data */
     uint64_t saved_bytes;                 /* device bytes node->data keeps */
     int n_inputs;
     clmad_tensor **inputs;                /* n_inputs strong references */
@@ -55,17 +87,15 @@ clmad_status clmad__check_not_on_tape(clmad_context *ctx, const clmad_tensor *t,
 /* 1 if an operation on these inputs must be recorded. */
 int clmad__should_record(const clmad_context *ctx, clmad_tensor *const *inputs, int n);
 
-/* Creates a node over inputs (retained) and outputs (marked as produced by
- * it), with data (may be NULL) released by free_data. The node owns data
- * from the call on: when recording fails, data is freed at once with
- * free_data. On success the tape owns the node; *node (if not NULL) is it. */
-clmad_status clmad__record_op(clmad_context *ctx, const char *name, clmad_backward_fn backward,
-                              clmad_tensor *const *inputs, int n_inputs, clmad_tensor **outputs,
-                              int n_outputs, void *data, void (*free_data)(clmad_node *node),
-                              clmad_node **node);
+/* Creates a node of op over inputs (retained) and outputs (marked as
+ * produced by it), with data (may be NULL) released by op->free_data. The
+ * node owns data from the call on: when recording fails, data is freed at
+ * once. On success the tape owns the node; *node (if not NULL) is it. */
+clmad_status clmad__record_op(clmad_context *ctx, const clmad_op *op, clmad_tensor *const *inputs, int n_inputs,
+                              clmad_tensor **outputs, int n_outputs, void *data, clmad_node **node);
 
-/* Frees data (may be NULL) with free_data, for a node that was not made. */
-void clmad__discard_data(void *data, void (*free_data)(clmad_node *node));
+/* Frees data (may be NULL) with op->free_data, for a node that was not made. */
+void clmad__discard_data(const clmad_op *op, void *data);
 
 /* A free_data that frees node->data with free(). */
 void clmad__free_node_data(clmad_node *node);
@@ -129,6 +159,14 @@ clmad_status clmad__materialize_adjoint(clmad_context *ctx, clmad_node *node, in
 
 /* dst += src, same shape and dtype. */
 clmad_status clmad__accumulate_into(clmad_context *ctx, clmad_tensor *dst, clmad_tensor *src);
+
+/* The nodes of the current tape in the order they were recorded (*count of
+ * them; none before the first record), for walks other than backward
+ * (clmad_hvp). Valid until the next record or clear. */
+clmad_node *const *clmad__tape_nodes(const clmad_context *ctx, size_t *count);
+
+/* 1 if t is the output of a node on the current tape (not of a cleared one). */
+int clmad__output_on_tape(const clmad_context *ctx, const clmad_tensor *t);
 
 /* Frees every node (releasing what they keep) and bumps the generation. */
 void clmad__tape_free_nodes(clmad_context *ctx);

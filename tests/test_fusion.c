@@ -5,12 +5,14 @@
  * Each case runs the same program on two contexts, fusion on and off, over
  * the same inputs (special values among them: +-0, +-inf, NaN, subnormals),
  * and compares the loss, every gradient and every forced intermediate
- * bitwise (a NaN equals any NaN: first_difference). The cases cover the loss forms (clmad_dot either way round,
- * clmad_sum, keepdims), both partials policies, f32 and f64, sizes 1 to
+ * bitwise (a NaN equals any NaN: first_difference). The cases cover the
+ * loss forms (clmad_dot either way round, clmad_sum, keepdims, clmad_mean,
+ * and one builtin stage between y and the sum: y * w, w * y, y / w, w - y,
+ * y + 0.5, y * -3, under clmad_sum and clmad_mean), both partials policies, f32 and f64, sizes 1 to
  * 2^20, a broadcast (row) input, and the hazards that must force the held
  * work or fall back: reading y, a user seed, a retained tape run twice,
  * gradients already present, y feeding another op, y released early, the
- * loss used further. The fused runs' kernel and pass counts are checked
+ * loss used further, the stage's output used by another op. The fused runs' kernel and pass counts are checked
  * through clmad_stats.
  */
 #include <criterion/criterion.h>
@@ -31,11 +33,34 @@ static const char *SOURCE =
     "    return s;\n"
     "}\n";
 
-enum form { DOT, DOT_SWAPPED, SUM, SUM_KEEPDIMS };
-enum hazard { NONE, READ_Y, READ_Y_FIRST, SEED, RETAIN, GRAD_PRESENT, Y_USED_TWICE, RELEASE_Y, LOSS_USED };
-static const char *FORMS[] = {"dot(y, w)", "dot(w, y)", "sum(y)", "sum(y, keepdims)"};
+enum form {
+    DOT, DOT_SWAPPED, SUM, SUM_KEEPDIMS, MEAN,
+    /* a stage z between y and the loss: */
+    SUM_MUL, SUM_MUL_SWAPPED, MEAN_MUL, SUM_DIV, SUM_SUB_SWAPPED, SUM_ADD_SCALAR, MEAN_MUL_SCALAR, N_FORMS
+};
+enum hazard { NONE, READ_Y, READ_Y_FIRST, SEED, RETAIN, GRAD_PRESENT, Y_USED_TWICE, RELEASE_Y, LOSS_USED, Z_USED };
+static const char *FORMS[] = {"dot(y, w)", "dot(w, y)", "sum(y)", "sum(y, keepdims)", "mean(y)", "sum(y * w)",
+                              "sum(w * y)", "mean(y * w)", "sum(y / w)", "sum(w - y)", "sum(y + 0.5)",
+                              "mean(y * -3)"};
 static const char *HAZARDS[] = {"none", "read y", "read y first", "seed", "retain", "grad present",
-                                "y used twice", "release y", "loss used"};
+                                "y used twice", "release y", "loss used", "z used"};
+
+/* z = the stage of form f over y (NULL: none). */
+static clmad_tensor *stage(clmad_context *ctx, int f, clmad_tensor *y, clmad_tensor *w)
+{
+    clmad_tensor *z = NULL;
+    switch (f) {
+    case SUM_MUL:
+    case MEAN_MUL: CHECK_OK(ctx, clmad_mul(ctx, y, w, &z)); break;
+    case SUM_MUL_SWAPPED: CHECK_OK(ctx, clmad_mul(ctx, w, y, &z)); break;
+    case SUM_DIV: CHECK_OK(ctx, clmad_div(ctx, y, w, &z)); break;
+    case SUM_SUB_SWAPPED: CHECK_OK(ctx, clmad_sub(ctx, w, y, &z)); break;
+    case SUM_ADD_SCALAR: CHECK_OK(ctx, clmad_add_scalar(ctx, y, 0.5, &z)); break;
+    case MEAN_MUL_SCALAR: CHECK_OK(ctx, clmad_mul_scalar(ctx, y, -3.0, &z)); break;
+    default: break;
+    }
+    return z;
+}
 
 typedef struct results {
     unsigned char *bytes;
@@ -110,7 +135,7 @@ static void run(clmad_context *ctx, const program *p, results *r)
     CHECK_OK(ctx, clmad_set_retain_tape(ctx, p->hazard == RETAIN));
     clmad_tensor *a = make(ctx, p->dtype, 2, shape, 0, 1), *b = make(ctx, p->dtype, 2, shape, 1, 1);
     clmad_tensor *c = make(ctx, p->dtype, 2, row, 2, 0), *w = make(ctx, p->dtype, 2, shape, 3, 0);
-    clmad_tensor *in[3] = {a, b, c}, *y, *loss, *other = NULL;
+    clmad_tensor *in[3] = {a, b, c}, *y, *loss, *other = NULL, *z = NULL;
     clmad_stats s0, s1;
     CHECK_OK(ctx, clmad_context_stats(ctx, &s0));
     for (int step = 0; step < (p->hazard == GRAD_PRESENT ? 2 : 1); step++) {
@@ -118,19 +143,27 @@ static void run(clmad_context *ctx, const program *p, results *r)
         if (p->hazard == READ_Y_FIRST)
             keep(ctx, r, y);
         int axes_all = 0;
+        z = stage(ctx, p->form, y, w);
+        clmad_tensor *x = z ? z : y;
         switch (p->form) {
         case DOT: CHECK_OK(ctx, clmad_dot(ctx, y, w, &loss)); break;
         case DOT_SWAPPED: CHECK_OK(ctx, clmad_dot(ctx, w, y, &loss)); break;
-        default: CHECK_OK(ctx, clmad_sum(ctx, y, axes_all, NULL, p->form == SUM_KEEPDIMS, &loss));
+        case MEAN:
+        case MEAN_MUL:
+        case MEAN_MUL_SCALAR: CHECK_OK(ctx, clmad_mean(ctx, x, axes_all, NULL, 0, &loss)); break;
+        default: CHECK_OK(ctx, clmad_sum(ctx, x, axes_all, NULL, p->form == SUM_KEEPDIMS, &loss));
         }
         keep(ctx, r, loss);
+        if (p->hazard == Z_USED)
+            CHECK_OK(ctx, clmad_exp(ctx, x, &other));
         if (p->hazard == READ_Y)
             keep(ctx, r, y);
         if (p->hazard == Y_USED_TWICE)
             CHECK_OK(ctx, clmad_exp(ctx, y, &other));
         if (p->hazard == RELEASE_Y) {
             clmad_tensor_release(y);
-            y = NULL;
+            clmad_tensor_release(z);
+            y = z = NULL;
         }
         clmad_tensor *target = loss, *seed = NULL;
         if (p->hazard == LOSS_USED)
@@ -147,6 +180,9 @@ static void run(clmad_context *ctx, const program *p, results *r)
         clmad_tensor_release(seed);
         if (y && p->hazard != RELEASE_Y && step == 0)
             keep(ctx, r, y); /* forced after backward */
+        if (z && step == 0)
+            keep(ctx, r, z); /* forced after backward */
+        clmad_tensor_release(z);
         clmad_tensor_release(y);
         clmad_tensor_release(loss);
         clmad_tensor_release(other);
@@ -213,28 +249,30 @@ static void check(const program *p)
     if (p->hazard == SEED || p->hazard == LOSS_USED)
         cr_assert_eq(fused.stats.fusion_fallbacks, fused.stats.fused_losses, "%sa fused gradient was used",
                      test_case());
-    if (p->hazard == READ_Y_FIRST)
+    if (p->hazard == READ_Y_FIRST && p->form < SUM_MUL)
         cr_assert_eq(fused.stats.fused_losses, 0, "%sfused a written y", test_case());
     free(fused.bytes);
     free(eager.bytes);
     test_set_case(NULL);
 }
 
-/* Passes over memory of the fused dot (a, b, w read; two gradients written)
- * against eager's, from clmad_stats at 2 x 32771 elements (the row input c
- * adds half a pass). */
-static void check_passes(void)
+/* Passes over memory of a fused loss against eager's, from clmad_stats at
+ * 2 x 32771 elements: a, b (and a full w) read, two gradients written; the
+ * row input c adds half a pass. The stage forms make the dot's passes. */
+static void check_passes(int form, double expected)
 {
-    program p = {CLMAD_F32, 2, 32771, DOT, RELEASE_Y, CLMAD_PARTIALS_STORE};
+    program p = {CLMAD_F32, 2, 32771, form, RELEASE_Y, CLMAD_PARTIALS_STORE};
     results fused = {0}, eager = {0};
-    test_set_case("passes: ");
+    test_set_case("passes of %s: ", FORMS[form]);
     run(on, &p, &fused);
     run(off, &p, &eager);
     double n = 2 * 32771.0 * 4, passes = (double)fused.stats.bytes_moved / n, eager_passes = (double)eager.stats.bytes_moved / n;
-    cr_assert(passes < 5.6 && passes >= 5.0, "fused dot: %.2f passes, not 5", passes);
-    cr_assert(eager_passes > 9.9, "eager dot: %.2f passes", eager_passes);
-    cr_assert(fused.stats.kernels_launched < eager.stats.kernels_launched, "fused %llu kernels, eager %llu",
-              (unsigned long long)fused.stats.kernels_launched, (unsigned long long)eager.stats.kernels_launched);
+    cr_assert(passes < expected + 0.6 && passes >= expected, "%s%.2f passes, not %.0f", test_case(), passes,
+              expected);
+    cr_assert(eager_passes > expected + 4.9, "%seager: %.2f passes", test_case(), eager_passes);
+    cr_assert(fused.stats.kernels_launched < eager.stats.kernels_launched, "%sfused %llu kernels, eager %llu",
+              test_case(), (unsigned long long)fused.stats.kernels_launched,
+              (unsigned long long)eager.stats.kernels_launched);
     free(fused.bytes);
     free(eager.bytes);
     test_set_case(NULL);
@@ -249,24 +287,34 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
     int64_t v;
     CHECK_OK(off, clmad_context_get_param(off, CLMAD_PARAM_DISABLE_FUSION, &v));
     cr_assert_eq(v, 1);
-    check_passes();
+    check_passes(DOT, 5);
+    check_passes(SUM_MUL, 5);
+    check_passes(MEAN_MUL, 5);
+    check_passes(MEAN, 4);
+    check_passes(SUM_ADD_SCALAR, 4);
     static const size_t sizes[][2] = {{1, 1}, {1, 7}, {3, 11}, {5, 13107}, {1024, 1024}};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
-        for (int form = DOT; form <= SUM_KEEPDIMS; form++)
+        for (int form = DOT; form < N_FORMS; form++)
             for (int pol = 0; pol < 2; pol++) {
+                if (sizes[s][0] == 1024 && form > MEAN && form != SUM_MUL && form != MEAN_MUL)
+                    continue; /* the other stages at the smaller sizes */
                 program p = {CLMAD_F32, sizes[s][0], sizes[s][1], form, NONE,
                              pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE};
                 check(&p);
             }
-    for (int hazard = READ_Y; hazard <= LOSS_USED; hazard++)
-        for (int form = DOT; form <= SUM; form += 2)
+    static const int hazard_forms[] = {DOT, SUM, MEAN, SUM_MUL, MEAN_MUL_SCALAR};
+    for (int hazard = READ_Y; hazard <= Z_USED; hazard++)
+        for (int f = 0; f < 5; f++)
             for (int pol = 0; pol < 2; pol++) {
+                int form = hazard_forms[f];
                 program p = {CLMAD_F32, 3, 33, form, hazard, pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE};
+                if (hazard == Z_USED && form < SUM_MUL)
+                    continue; /* no stage */
                 check(&p);
             }
     if (test_device_fp64())
-        for (int form = DOT; form <= SUM; form += 2) {
-            program p = {CLMAD_F64, 7, 33, form, NONE, CLMAD_PARTIALS_STORE};
+        for (int form = DOT; form < N_FORMS; form++) {
+            program p = {CLMAD_F64, 7, 33, form, NONE, form % 2 ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE};
             check(&p);
         }
     clmad_context_release(on);

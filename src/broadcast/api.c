@@ -118,6 +118,12 @@ clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *
     if (clmad__should_record(ctx, inputs, k->n_inputs)) {
         /* Fusion: the forward waits for the output's consumer (held.c). */
         clmad_held *held = clmad__bcast_held_new(ctx, k, inputs, &plan);
+        /* A held input (a builtin stage's y: ops/elementwise.c) is written
+         * first when this forward runs now. */
+        for (int j = 0; j < k->n_inputs && !held && st == CLMAD_OK; j++)
+            st = clmad__tensor_ready(inputs[j]);
+        if (st != CLMAD_OK)
+            return st;
         st = clmad__bcast_record(ctx, k, inputs, &plan, held != NULL, outputs);
         if (held && st == CLMAD_OK)
             clmad__hold(outputs[0], held);
@@ -126,7 +132,10 @@ clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *
         return st;
     }
     clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0};
-    st = clmad__bcast_primal(k, &plan, inputs, values);
+    for (int j = 0; j < k->n_inputs && st == CLMAD_OK; j++)
+        st = clmad__tensor_ready(inputs[j]);
+    if (st == CLMAD_OK)
+        st = clmad__bcast_primal(k, &plan, inputs, values);
     if (st != CLMAD_OK)
         return st;
     memcpy(outputs, values, (size_t)k->n_outputs * sizeof *outputs);

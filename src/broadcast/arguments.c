@@ -57,8 +57,10 @@ int clmad__kernel_arguments(const clmad_variant *v, clmad_kernel_arg *args)
     } else if (v->mode == CLMAD_MODE_LOSS) {
         args[n++] = arg(CLMAD_ARG_PARTS, 0, 0, 0, 0);
         args[n++] = arg(CLMAD_ARG_SUMS, 0, 0, 0, 0);
-        if (v->loss_weighted)
+        if (v->loss_weighted || v->loss_stage)
             args[n++] = arg(CLMAD_ARG_WEIGHT, 0, 0, 0, 0);
+        if (v->loss_adj)
+            args[n++] = arg(CLMAD_ARG_LOSS_ADJ, 0, 0, 0, 0);
         for (int s = 0; s < v->K; s++)
             args[n++] = arg(CLMAD_ARG_GRAD, 0, s, 0, 0);
     } else {
@@ -134,6 +136,7 @@ static const struct {
     [CLMAD_ARG_PARTS] = {", ulong clmad__parts", ""},
     [CLMAD_ARG_SUMS] = {",\n    __global real *restrict clmad__sums", ""},
     [CLMAD_ARG_WEIGHT] = {",\n    __global const real *restrict clmad__w", ""},
+    [CLMAD_ARG_LOSS_ADJ] = {", __global const real *restrict clmad__A", ""},
 };
 
 static int index_of(const clmad_kernel_arg *a, char which)

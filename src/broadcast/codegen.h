@@ -69,7 +69,19 @@ typedef struct clmad_variant {
                                            lanes (runtime/reduce.c on CPUs), else interleaved */
     int loss_raw;                       /* gradient = the partial itself (a stored partial
                                            taken whole, node.c), else adjoint_times(1 or w, it) */
+    int loss_stage;                     /* a builtin between y and the sum, z = op(y, w) or
+                                           op(w, y) (CLMAD_STAGE_*); 0: none */
+    int loss_stage_y;                   /* stage: y's operand, 0 or 1 */
+    int loss_stage_raw;                 /* stage: y's adjoint is the stage's partial itself (its
+                                           STORE node's, taken whole), else adjoint_times(A, it) */
+    int loss_weight_scalar;             /* w is one value (a 0-d stage operand), read at 0 */
+    int loss_adj;                       /* A, the adjoint of each summed value, is the one-element
+                                           LOSS_ADJ (clmad_mean's 1/n), else exactly 1 */
 } clmad_variant;
+
+/* The builtins a loss kernel applies between y and the sum (loss_stage),
+ * each a call of its cl/clmad_ad.clh function as the builtin's source is. */
+enum { CLMAD_STAGE_NONE, CLMAD_STAGE_ADD, CLMAD_STAGE_SUB, CLMAD_STAGE_MUL, CLMAD_STAGE_DIV };
 
 /* The arguments of a generated kernel, in order: the one contract between
  * the signature codegen writes (clmad__emit_signature) and the arguments
@@ -82,7 +94,8 @@ typedef struct clmad_variant {
  *   VJP and STORED: ADJ o for the outputs in adj_mask, each followed by its
  *     ADJ_SCALE where adj_scaled has its bit;  GRAD s;  VJP: INPUT j;
  *     STORED: STORED o s for the outputs in adj_mask (no inputs);
- *   LOSS: PARTS, SUMS, WEIGHT when loss_weighted, GRAD s, INPUT j;
+ *   LOSS: PARTS, SUMS, WEIGHT when loss_weighted or loss_stage, LOSS_ADJ when
+ *     loss_adj, GRAD s, INPUT j;
  *   when any input is strided: DIM d, then per strided input STRIDE j d,
  *     then with div_by_mul DIVISOR d for d = 1 .. nd - 1. */
 typedef enum clmad_arg_kind {
@@ -102,7 +115,8 @@ typedef enum clmad_arg_kind {
     CLMAD_ARG_DIVISOR,     /* ulong: clmad__divisor_magic of collapsed dimension d */
     CLMAD_ARG_PARTS,       /* LOSS, ulong: work-items, each one partial sum */
     CLMAD_ARG_SUMS,        /* LOSS: the partial sums (written) */
-    CLMAD_ARG_WEIGHT       /* LOSS: w, read at the element index */
+    CLMAD_ARG_WEIGHT,      /* LOSS: w, read at the element index (or at 0: loss_weight_scalar) */
+    CLMAD_ARG_LOSS_ADJ     /* LOSS: the one-element adjoint of each summed value */
 } clmad_arg_kind;
 
 typedef struct clmad_kernel_arg {

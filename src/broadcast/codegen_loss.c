@@ -8,8 +8,31 @@
  * At each element it evaluates the duals once and writes every seeded
  * input's gradient for an adjoint of exactly 1, formed as the STORED and
  * VJP kernels form it (codegen_body.c's emit_gradients with adj = w, or 1).
+ * A stage (a builtin between y and the sum: clmad_sum(clmad_mul(y, w)))
+ * and clmad_mean's adjoint 1/n are formed as their eager nodes form them.
  */
 #include "broadcast/codegen.h"
+
+/* The stages' functions, as the builtins' sources call them (ops/builtins.h). */
+static const char *const STAGE_FN[] = {
+    [CLMAD_STAGE_ADD] = "ad_add", [CLMAD_STAGE_SUB] = "ad_sub",
+    [CLMAD_STAGE_MUL] = "ad_mul", [CLMAD_STAGE_DIV] = "ad_div"};
+
+/* A stage z = op(y, w) (or op(w, y)): its value is the term, and y's
+ * adjoint is its partial in y, slot 0 of a dual seeded as the builtin's own
+ * kernel seeds its one active input (w a constant), times A as its VJP and
+ * STORED kernels form it, or taken whole as its STORE node takes it. */
+static void emit_stage(clmad_strbuf *sb, const clmad_variant *v, const char *A)
+{
+    clmad__sb_printf(sb, "    const real clmad__wv = clmad__w[%s];\n", v->loss_weight_scalar ? "0" : "clmad__e");
+    const char *y = "clmad__seed0(clmad__y)", *w = "clmad__const(clmad__wv)";
+    clmad__sb_printf(sb, "    const T clmad__z = %s(%s, %s);\n    clmad__term = clmad__val(clmad__z);\n",
+                     STAGE_FN[v->loss_stage], v->loss_stage_y ? w : y, v->loss_stage_y ? y : w);
+    if (v->loss_stage_raw)
+        clmad__sb_append(sb, "    const real clmad__ay = clmad__d0(clmad__z);\n");
+    else
+        clmad__sb_printf(sb, "    const real clmad__ay = clmad__adjoint_times(%s, clmad__d0(clmad__z));\n", A);
+}
 
 /* One element: the duals, the term added to the sum, the gradients. */
 static void emit_loss_element(clmad_strbuf *sb, const clmad_variant *v)
@@ -17,8 +40,12 @@ static void emit_loss_element(clmad_strbuf *sb, const clmad_variant *v)
     clmad__sb_append(sb, "    {\n");
     clmad__emit_element(sb, v);
     clmad__sb_append(sb, "    const real clmad__y = clmad__val(clmad__b0);\n");
-    const char *adj = "(real)1";
-    if (v->loss_weighted) {
+    /* The adjoint of each summed value: clmad_sum's seed, or clmad_mean's 1/n. */
+    const char *A = v->loss_adj ? "clmad__A[0]" : "(real)1", *adj = A;
+    if (v->loss_stage) {
+        emit_stage(sb, v, A);
+        adj = "clmad__ay";
+    } else if (v->loss_weighted) {
         /* As clmad_dot_parts: the product rounded, then added. */
         clmad__sb_append(sb, "    const real clmad__wv = clmad__w[clmad__e];\n"
                              "    clmad__term = clmad__y * clmad__wv;\n");

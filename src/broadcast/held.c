@@ -48,13 +48,24 @@ static clmad_node *broadcast_node(clmad_context *ctx, clmad_tensor *y, uint64_t 
     return y->node;
 }
 
+/* Runs the held work of h's inputs (a stage's held y: fused_loss.c). */
+static clmad_status inputs_ready(bcast_held *h)
+{
+    clmad_status st = CLMAD_OK;
+    for (int j = 0; j < h->k->n_inputs && st == CLMAD_OK; j++)
+        st = clmad__tensor_ready(h->inputs[j]);
+    return st;
+}
+
 static clmad_status held_run(clmad_held *base, clmad_tensor *y)
 {
     bcast_held *h = (bcast_held *)base;
     clmad_context *ctx = y->ctx;
     clmad_kernel *k = h->k;
     clmad_bcast_plan plan;
-    clmad_status st = clmad__plan_broadcast(ctx, k->fn_name, h->inputs, k->n_inputs, &plan);
+    clmad_status st = inputs_ready(h);
+    if (st == CLMAD_OK)
+        st = clmad__plan_broadcast(ctx, k->fn_name, h->inputs, k->n_inputs, &plan);
     uint64_t mask = 0;
     clmad_node *node = broadcast_node(ctx, y, &mask);
     if (st == CLMAD_OK && node && clmad__bcast_node_wants_partials(node)) {
@@ -110,32 +121,53 @@ clmad_held *clmad__bcast_held_new(clmad_context *ctx, clmad_kernel *k, clmad_ten
     return &h->base;
 }
 
-int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w)
+int clmad__bcast_held_call(const clmad_tensor *t, clmad_kernel **k, clmad_tensor *const **inputs)
+{
+    if (!t->held || t->held->run != held_run || ((bcast_held *)t->held)->read_by_loss)
+        return 0;
+    *k = ((bcast_held *)t->held)->k;
+    *inputs = ((bcast_held *)t->held)->inputs;
+    return 1;
+}
+
+int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, int scalar_ok)
 {
     uint64_t mask;
-    if (!y->held || y->held->run != held_run || ((bcast_held *)y->held)->read_by_loss ||
-        !broadcast_node(ctx, y, &mask) || !clmad__dtype_is_float(y->dtype))
+    clmad_kernel *k;
+    clmad_tensor *const *inputs;
+    if (!clmad__bcast_held_call(y, &k, &inputs) || !broadcast_node(ctx, y, &mask) ||
+        !clmad__dtype_is_float(y->dtype))
         return 0;
     if (!w)
         return 1;
-    return !w->held && w->dtype == y->dtype && clmad__same_shape(w, y) && !clmad__needs_grad(ctx, w);
+    return !w->held && w->dtype == y->dtype && (clmad__same_shape(w, y) || (scalar_ok && w->ndim == 0)) &&
+           !clmad__needs_grad(ctx, w);
 }
 
-clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, int raw,
+clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const clmad_loss_form *form,
                                      clmad_tensor *sums, size_t parts, int ranges, clmad_loss_grads *g)
 {
     bcast_held *h = (bcast_held *)y->held;
     clmad_kernel *k = h->k;
     clmad_bcast_plan plan;
-    clmad_status st = clmad__plan_broadcast(ctx, k->fn_name, h->inputs, k->n_inputs, &plan);
+    g->n = 0;
+    clmad_status st = inputs_ready(h);
+    if (st == CLMAD_OK)
+        st = clmad__plan_broadcast(ctx, k->fn_name, h->inputs, k->n_inputs, &plan);
+    if (st != CLMAD_OK)
+        return st;
     uint64_t mask = 0;
     broadcast_node(ctx, y, &mask);
     clmad_variant v;
     clmad__bcast_variant(k, &plan, y->dtype, CLMAD_MODE_LOSS, &v);
-    v.loss_weighted = w != NULL;
+    v.loss_weighted = form->w && !form->stage;
     v.loss_ranges = ranges;
-    v.loss_raw = raw;
-    g->n = 0;
+    v.loss_raw = form->raw;
+    v.loss_stage = form->stage;
+    v.loss_stage_y = form->stage_y;
+    v.loss_stage_raw = form->stage_raw;
+    v.loss_weight_scalar = form->w && !clmad__same_shape(form->w, y);
+    v.loss_adj = form->adj != NULL;
     clmad__scope_pause(ctx); /* the gradients are clmad's until backward hands them on */
     for (int j = 0; j < k->n_inputs && st == CLMAD_OK; j++) {
         if (!((mask >> j) & 1u))
@@ -150,7 +182,8 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_
     clmad__scope_resume(ctx);
     v.K = g->n;
     if (st == CLMAD_OK) {
-        clmad_launch_args a = {.derivs = g->grad, .inputs = h->inputs, .sums = sums, .weight = w, .parts = parts};
+        clmad_launch_args a = {.derivs = g->grad, .inputs = h->inputs, .sums = sums, .weight = form->w,
+                               .loss_adj = form->adj, .parts = parts};
         st = clmad__bcast_launch(k, &v, &plan, &a);
     }
     if (st != CLMAD_OK) {
@@ -159,5 +192,7 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_
         return st;
     }
     h->read_by_loss = 1;
+    if (form->z)
+        ((bcast_held *)form->z->held)->read_by_loss = 1;
     return CLMAD_OK;
 }

@@ -25,17 +25,33 @@ typedef struct clmad_loss_grads {
 } clmad_loss_grads;
 
 /* 1 if y is a held broadcast's output on the current tape that no loss
- * kernel has read yet, and w (NULL for a plain sum) has y's shape and
- * dtype, needs no gradient and is not held. */
-int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w);
+ * kernel has read yet, and w (NULL for a plain sum) has y's shape (or, with
+ * scalar_ok, is 0-d) and dtype, needs no gradient and is not held. */
+int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, int scalar_ok);
+
+/* 1 if t is a held broadcast's output that no loss kernel has read: *k
+ * its kernel and *inputs its inputs (borrowed). */
+int clmad__bcast_held_call(const clmad_tensor *t, clmad_kernel **k, clmad_tensor *const **inputs);
+
+/* What a loss kernel sums over held y: y (w NULL), y * w (clmad_dot), or
+ * z = op(y, w) of a builtin stage (z the stage's held output; op(w, y)
+ * when stage_y is 1), each value with adjoint 1 or adj's one element. */
+typedef struct clmad_loss_form {
+    clmad_tensor *w;       /* dot's w or the stage's other operand (0-d allowed there) */
+    int stage, stage_y;    /* CLMAD_STAGE_* (codegen.h), 0: none; y's operand */
+    clmad_tensor *z;       /* stage: its output, held, read by this loss from now on */
+    clmad_tensor *adj;     /* 0-d: clmad_mean's 1/n as its backward makes it; NULL: 1 */
+    int raw;               /* no stage, no w, adjoint 1: the partials are the gradients */
+    int stage_raw;         /* stage, adjoint 1: its partial is y's adjoint (STORE) */
+} clmad_loss_form;
 
 /* Runs the loss kernel over held y (clmad__bcast_loss_fusible): sums gets
- * the `parts` partial sums of y (or y * w) that the first pass of
+ * the `parts` partial sums of the form's values that the first pass of
  * clmad_sum (clmad_dot) makes, ranges as runtime/reduce.c chooses; g the
- * gradients of y's node's inputs for an adjoint of y of exactly 1 (times
- * w): the partials themselves when raw (a STORE node's, taken whole),
- * else formed as backward forms them. y stays held. */
-clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, int raw,
+ * gradients of y's node's inputs for the form's adjoint, formed as
+ * backward forms them (the partials themselves when raw). y (and z) stay
+ * held. */
+clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const clmad_loss_form *form,
                                      clmad_tensor *sums, size_t parts, int ranges, clmad_loss_grads *g);
 
 #endif

@@ -11,6 +11,7 @@
  */
 #include "broadcast/node.h"
 #include "broadcast/launch.h"
+#include "runtime/held.h"
 #include "runtime/primitives.h"
 #include "runtime/scope.h"
 #include "tape/tape.h"
@@ -188,7 +189,13 @@ static clmad_status bcast_backward(clmad_context *ctx, clmad_node *node)
 {
     bcast_data *d = node->data;
     clmad_bcast_plan plan;
-    clmad_status st = clmad__plan_broadcast(ctx, node->name, node->inputs, node->n_inputs, &plan);
+    clmad_status st = CLMAD_OK;
+    /* Recomputing reads the inputs: a fused stage's may still be held
+     * (its loss fell back: ops/fused_loss.c). */
+    for (int j = 0; j < node->n_inputs && st == CLMAD_OK && !d->stored; j++)
+        st = clmad__tensor_ready(node->inputs[j]);
+    if (st == CLMAD_OK)
+        st = clmad__plan_broadcast(ctx, node->name, node->inputs, node->n_inputs, &plan);
     if (st != CLMAD_OK || plan.numel == 0)
         return st;
     return chunked_backward(ctx, node, d, &plan);

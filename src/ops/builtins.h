@@ -37,6 +37,10 @@ typedef enum clmad_builtin_id {
     CLMAD_BUILTIN_COUNT
 } clmad_builtin_id;
 
+/* The loss stage (CLMAD_STAGE_*, broadcast/codegen.h) that k is, when it
+ * is ctx's clmad_add, clmad_sub, clmad_mul or clmad_div; else 0. */
+int clmad__builtin_stage(const clmad_context *ctx, const clmad_kernel *k);
+
 /* Releases the builtin kernels of ctx (clmad_context_release). */
 void clmad__builtins_drop(clmad_context *ctx);
 

@@ -100,7 +100,7 @@ static clmad_status try_fused(clmad_context *ctx, clmad_tensor *a, clmad_tensor 
     *data = NULL;
     int y_input = a->held ? 0 : 1;
     clmad_fused_loss *fused;
-    clmad_status st = clmad__fused_loss(ctx, y_input ? b : a, y_input ? a : b, 0, NULL, &fused, y);
+    clmad_status st = clmad__fused_loss(ctx, y_input ? b : a, y_input ? a : b, 1.0, 0, NULL, &fused, y);
     if (st != CLMAD_OK || !*y)
         return st;
     dot_data *d = malloc(sizeof *d);

@@ -2,7 +2,9 @@
 /* Builtin elementwise operations: one-operation broadcast kernels, so a
  * chain of them is plain ("unfused") reverse mode. */
 #include "broadcast/kernel.h"
+#include "broadcast/codegen.h"
 #include "ops/builtins.h"
+#include "broadcast/held.h"
 #include "tape/tape.h"
 #include "runtime/context_guard.h"
 
@@ -42,10 +44,41 @@ void clmad__builtins_drop(clmad_context *ctx)
     ctx->builtins = NULL;
 }
 
+static int stage_of(clmad_builtin_id id)
+{
+    switch (id) {
+    case CLMAD_BUILTIN_ADD: return CLMAD_STAGE_ADD;
+    case CLMAD_BUILTIN_SUB: return CLMAD_STAGE_SUB;
+    case CLMAD_BUILTIN_MUL: return CLMAD_STAGE_MUL;
+    case CLMAD_BUILTIN_DIV: return CLMAD_STAGE_DIV;
+    default: return CLMAD_STAGE_NONE;
+    }
+}
+
+int clmad__builtin_stage(const clmad_context *ctx, const clmad_kernel *k)
+{
+    for (int id = 0; ctx->builtins && id < CLMAD_BUILTIN_COUNT; id++)
+        if (ctx->builtins->kernels[id] == k)
+            return stage_of((clmad_builtin_id)id);
+    return CLMAD_STAGE_NONE;
+}
+
+/* 1 if builtin id over inputs may be held as a loss's stage: it is one
+ * (stage_of), one input is a held broadcast a loss may fuse, the other of
+ * its shape or 0-d and needing no gradient. clmad_sum or clmad_mean over
+ * it then fuse it (ops/fused_loss.c); any other use writes both. */
+static int holds_stage(clmad_context *ctx, clmad_builtin_id id, clmad_tensor *const *inputs)
+{
+    if (!stage_of(id) || !inputs || !inputs[0] || !inputs[1] || inputs[0]->ctx != ctx || inputs[1]->ctx != ctx)
+        return 0;
+    return clmad__bcast_loss_fusible(ctx, inputs[0], inputs[1], 1) ||
+           clmad__bcast_loss_fusible(ctx, inputs[1], inputs[0], 1);
+}
+
 static clmad_status builtin(clmad_context *ctx, clmad_builtin_id id, clmad_tensor *const *inputs,
                             clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, BUILTINS[id].name);
+    CLMAD_GUARD_HOLDING(ctx, BUILTINS[id].name);
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "builtin operation: ctx is NULL");
     if (!out)
@@ -53,6 +86,14 @@ static clmad_status builtin(clmad_context *ctx, clmad_builtin_id id, clmad_tenso
     clmad_status usable = clmad__check_open(ctx, BUILTINS[id].name);
     if (usable != CLMAD_OK)
         return usable;
+    /* Fusion: op(y, w) over a held broadcast y is held too, and a sum over
+     * it fuses the op (ops/fused_loss.c); otherwise the held work runs
+     * first, as in every other call. */
+    if (!holds_stage(ctx, id, inputs)) {
+        usable = clmad__flush_held(ctx);
+        if (usable != CLMAD_OK)
+            return usable;
+    }
     if (!ctx->builtins && !(ctx->builtins = calloc(1, sizeof *ctx->builtins)))
         return clmad__fail(ctx, CLMAD_ERR_OUT_OF_MEMORY, "out of host memory in %s", BUILTINS[id].name);
     clmad_kernel **k = &ctx->builtins->kernels[id];

@@ -7,17 +7,25 @@
  * inputs (and w) read once and the gradients written once, which is
  * backward's result when the loss's adjoint is exactly 1, as
  * clmad_backward seeds it; the loss's other passes sum a few partial sums.
+ * clmad_mean's 1/n, and one builtin between the broadcast and the sum
+ * (clmad_sum(clmad_mul(cell(...), w))), go into the same kernel.
  */
 #include "ops/fused_loss.h"
 #include "broadcast/held.h"
 #include "broadcast/launch.h"
 #include "broadcast/node.h"
+#include "broadcast/codegen.h"
 #include "base/log.h"
+#include "ops/builtins.h"
+#include "runtime/primitives.h"
+#include "runtime/scope.h"
 
 #include <stdlib.h>
 
 struct clmad_fused_loss {
     int raw;                /* the gradients are a STORE node's partials taken whole */
+    int stage_y;            /* -1, or the loss's input is a stage whose operand stage_y is y */
+    int stage_raw;          /* the stage's partial was taken whole (its node's STORE) */
     clmad_loss_grads g;     /* n = 0 once used or released */
 };
 
@@ -40,8 +48,9 @@ void clmad__free_fused_data(clmad_node *node)
 
 /* The first pass into sums (parts of them), then the passes of
  * clmad__reduce to one value: dot.c's dot_value with the loss kernel first. */
-static clmad_status loss_value(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, clmad_fused_loss *f,
-                               int out_ndim, const size_t *out_shape, clmad_tensor **out)
+static clmad_status loss_value(clmad_context *ctx, clmad_tensor *y, const clmad_loss_form *form,
+                               clmad_fused_loss *f, double scale, int out_ndim, const size_t *out_shape,
+                               clmad_tensor **out)
 {
     size_t one = 1;
     int ranges = clmad__sum_by_ranges(ctx, 1, 1, &one);
@@ -51,7 +60,12 @@ static clmad_status loss_value(clmad_context *ctx, clmad_tensor *y, clmad_tensor
                                  : clmad_tensor_create(ctx, y->dtype, 1, &parts, NULL, &sums);
     if (st != CLMAD_OK)
         return st;
-    st = clmad__bcast_fused_loss(ctx, y, w, f->raw, sums, parts, ranges, &f->g);
+    st = clmad__bcast_fused_loss(ctx, y, form, sums, parts, ranges, &f->g);
+    if (st == CLMAD_OK && parts == 1 && scale != 1.0) {
+        /* clmad__reduce's scaling of its one pass's result */
+        size_t dims[1] = {sums->numel}, one[1] = {1};
+        st = clmad__strided_copy(ctx, sums, 0, one, sums, 0, one, 1, dims, scale, 0);
+    }
     if (st != CLMAD_OK || parts == 1) {
         if (st == CLMAD_OK)
             *out = sums;
@@ -60,27 +74,74 @@ static clmad_status loss_value(clmad_context *ctx, clmad_tensor *y, clmad_tensor
         return st;
     }
     int reduce_all[1] = {1};
-    st = clmad__reduce(ctx, sums, reduce_all, 1.0, out_ndim, out_shape, out);
+    st = clmad__reduce(ctx, sums, reduce_all, scale, out_ndim, out_shape, out);
     clmad_tensor_release(sums);
     return st;
 }
 
-clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, int out_ndim,
+/* *form for a loss over z, when z is a held stage op(y, w) or op(w, y)
+ * over a held broadcast y (ops/elementwise.c holds it): *y set. */
+static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_loss_form *form, clmad_tensor **y)
+{
+    clmad_kernel *k;
+    clmad_tensor *const *in;
+    if (!clmad__bcast_held_call(z, &k, &in) || !clmad__bcast_loss_fusible(ctx, z, NULL, 0))
+        return 0;
+    int stage = clmad__builtin_stage(ctx, k);
+    for (int pos = 0; stage && pos < 2; pos++)
+        if (clmad__bcast_loss_fusible(ctx, in[pos], in[1 - pos], 1)) {
+            form->stage = stage;
+            form->stage_y = pos;
+            form->w = in[1 - pos];
+            form->z = z;
+            /* as node.c's take_partial: the stage's adjoint is clmad_sum's seed */
+            form->stage_raw = scale == 1.0 && !ctx->tape.retain && clmad__bcast_node_wants_partials(z->node);
+            *y = in[pos];
+            return 1;
+        }
+    return 0;
+}
+
+/* clmad_mean's 1/n as its backward makes it (0-d), or NULL for 1. */
+static clmad_status mean_adjoint(clmad_context *ctx, clmad_dtype dtype, double scale, clmad_tensor **adj)
+{
+    *adj = NULL;
+    if (scale == 1.0)
+        return CLMAD_OK;
+    clmad__scope_pause(ctx);
+    clmad_status st = clmad_tensor_fill(ctx, dtype, 0, NULL, 1.0, adj);
+    size_t one[1] = {1};
+    if (st == CLMAD_OK)
+        st = clmad__strided_copy(ctx, *adj, 0, one, *adj, 0, one, 1, one, scale, 0);
+    clmad__scope_resume(ctx);
+    return st;
+}
+
+clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, double scale, int out_ndim,
                                const size_t *out_shape, clmad_fused_loss **fused, clmad_tensor **out)
 {
     *fused = NULL;
     *out = NULL;
+    clmad_loss_form form = {.w = w};
+    clmad_tensor *over = y; /* the held broadcast the kernel evaluates */
+    int staged = !w && stage_form(ctx, y, scale, &form, &over);
     clmad_fused_loss *f = NULL;
-    if (clmad__bcast_loss_fusible(ctx, y, w))
+    if (staged || clmad__bcast_loss_fusible(ctx, y, w, 0))
         f = calloc(1, sizeof *f);
     if (!f)
         return clmad__flush_held(ctx);
+    f->stage_y = staged ? form.stage_y : -1;
+    f->stage_raw = form.stage_raw;
     /* A STORE node would hand its partials over whole to an adjoint of 1
      * (node.c's take_partial): so does the loss kernel. */
-    f->raw = !w && !ctx->tape.retain && clmad__bcast_node_wants_partials(y->node);
-    clmad_status st = loss_value(ctx, y, w, f, out_ndim, out_shape, out);
+    f->raw = form.raw = !w && !staged && scale == 1.0 && !ctx->tape.retain &&
+                        clmad__bcast_node_wants_partials(y->node);
+    clmad_status st = mean_adjoint(ctx, y->dtype, scale, &form.adj);
+    if (st == CLMAD_OK)
+        st = loss_value(ctx, over, &form, f, scale, out_ndim, out_shape, out);
+    clmad_tensor_release(form.adj);
     if (st != CLMAD_OK) {
-        clmad__log("%s: the fused loss kernel failed (%s); running eagerly", y->node->name,
+        clmad__log("%s: the fused loss kernel failed (%s); running eagerly", over->node->name,
                    clmad_last_error(ctx));
         clmad__fused_loss_free(f);
         *out = NULL;
@@ -94,9 +155,13 @@ clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor
 /* The loss kernel's gradients are backward's: its adjoint is clmad_backward's
  * ones (then nothing else reaches y: every path from the loss to y goes
  * through this node), and what raw took for granted still holds. */
-static int grads_usable(clmad_context *ctx, clmad_node *node, clmad_tensor *y, const clmad_fused_loss *f)
+static int grads_usable(clmad_context *ctx, clmad_node *node, clmad_tensor *z, clmad_tensor *y,
+                        const clmad_fused_loss *f)
 {
     if (!clmad__adjoint_is_seed(ctx, node, 0) || !clmad__needs_grad(ctx, y) || y->node->out_adj[y->out_index])
+        return 0;
+    /* a stage: nothing else reached z either, and what stage_raw took for granted holds */
+    if (z != y && (!clmad__needs_grad(ctx, z) || z->node->out_adj[z->out_index] || (f->stage_raw && ctx->tape.retain)))
         return 0;
     for (int s = 0; f->raw && s < f->g.n; s++) {
         clmad_tensor **slot = clmad__adjoint_slot(ctx, y->node, f->g.input[s]);
@@ -112,8 +177,8 @@ clmad_status clmad__fused_loss_backward(clmad_context *ctx, clmad_node *node, in
     *done = 0;
     if (!f || f->g.n == 0)
         return CLMAD_OK;
-    clmad_tensor *y = node->inputs[y_input];
-    if (!grads_usable(ctx, node, y, f)) {
+    clmad_tensor *z = node->inputs[y_input], *y = f->stage_y < 0 ? z : z->node->inputs[f->stage_y];
+    if (!grads_usable(ctx, node, z, y, f)) {
         ctx->stats.fusion_fallbacks++;
         clmad__release_all(f->g.grad, f->g.n);
         f->g.n = 0;

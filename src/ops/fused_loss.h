@@ -9,14 +9,17 @@
 
 typedef struct clmad_fused_loss clmad_fused_loss;
 
-/* The loss sum(y) (w NULL) or dot(y, w) of out_ndim/out_shape, by a loss
- * kernel when clmad__bcast_loss_fusible: *out the value, bitwise that of
- * the eager call, and *fused what its node keeps for backward (free with
+/* The loss sum(y) (w NULL) times scale (clmad_mean's 1/n, else 1) or
+ * dot(y, w) of out_ndim/out_shape, by a loss kernel when y is a held
+ * broadcast (clmad__bcast_loss_fusible) or a held builtin stage op(f, w)
+ * of one (ops/elementwise.c): *out the value, bitwise that of the
+ * eager calls, and *fused what its node keeps for backward (free with
  * clmad__fused_loss_free). Otherwise (or when the loss kernel cannot be
  * built: said at CLMAD_LOG=info) *out is NULL and every held tensor has
  * been written: the caller goes on eagerly. */
-clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, int out_ndim,
+clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, double scale, int out_ndim,
                                const size_t *out_shape, clmad_fused_loss **fused, clmad_tensor **out);
+
 
 /* Backward of a fused loss's node, whose input y_input was y: when its
  * adjoint is clmad_backward's seed (so nothing else reaches y), hands the loss

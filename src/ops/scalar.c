@@ -40,13 +40,13 @@ static clmad_status scalar_op(clmad_context *ctx, const char *call, clmad_tensor
 
 clmad_status clmad_add_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_add_scalar");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_add_scalar"); /* x + value may be a loss's stage (builtin()) */
     return scalar_op(ctx, "clmad_add_scalar", x, value, clmad_add, out);
 }
 
 clmad_status clmad_mul_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_mul_scalar");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_mul_scalar"); /* x * value may be a loss's stage (builtin()) */
     return scalar_op(ctx, "clmad_mul_scalar", x, value, clmad_mul, out);
 }
 

@@ -102,9 +102,10 @@ static clmad_status reduce_op(clmad_context *ctx, const clmad_op *op, clmad_tens
      * has x's empty shape, so the scale reaches no element. */
     d->scale = mean ? (count ? 1.0 / (double)count : NAN) : 1.0;
     clmad_tensor *y = NULL;
-    /* A whole sum of a held broadcast: one loss kernel (fused_loss.h). */
-    clmad_status st = mean || count != x->numel ? clmad__flush_held(ctx)
-                                                : clmad__fused_loss(ctx, x, NULL, ndim, shape, &d->fused, &y);
+    /* A whole sum or mean of a held broadcast: one loss kernel (fused_loss.h). */
+    clmad_status st = count != x->numel || x->numel == 0
+                          ? clmad__flush_held(ctx)
+                          : clmad__fused_loss(ctx, x, NULL, d->scale, ndim, shape, &d->fused, &y);
     if (st == CLMAD_OK && !y)
         st = mean && count == 0 ? clmad_tensor_fill(ctx, x->dtype, ndim, shape, NAN, &y)
                                 : clmad__reduce(ctx, x, d->reduce, d->scale, ndim, shape, &y);

@@ -10,6 +10,9 @@
  *              sum(cell_w(z, zb, c, f, i, g, w)) (clmad_sum), partials
  *              stored: the backward's adjoint is exactly 1, so the stored
  *              partials are the gradients and backward launches no kernel
+ *   natural    the loss as most users write it, sum(mul(cell(...), w)), STORE
+ *   mean       mean(mul(cell(...), w)), STORE (with fusion, the natural
+ *              forms and store run as one loss kernel: docs/fusion.md)
  *   unfused    the same function as a chain of builtins with where (pure reverse mode)
  *   hand       a hand-written forward kernel and a hand-written backward kernel
  *   primal     the primal forward of the cell alone
@@ -95,8 +98,8 @@ static const char *HAND_SOURCE =
     "    }\n"
     "}\n";
 
-enum { STORE, RECOMPUTE, SUMMED, UNFUSED, HAND, PRIMAL, COPY, NV };
-static const char *NAMES[NV] = {"store", "recompute", "summed", "unfused", "hand", "primal", "copy"};
+enum { STORE, RECOMPUTE, SUMMED, NATURAL, MEAN, UNFUSED, HAND, PRIMAL, COPY, NV };
+static const char *NAMES[NV] = {"store", "recompute", "summed", "natural", "mean", "unfused", "hand", "primal", "copy"};
 
 typedef struct setup {
     clmad_context *ctx;
@@ -221,6 +224,16 @@ static double run_variant(setup *s, int v)
         }
         BENCH_CHECK(ctx, clmad_dot(ctx, y, s->w, &loss));
         BENCH_CHECK(ctx, clmad_backward(ctx, loss, NULL));
+        clmad_tensor_release(y);
+        clmad_tensor_release(loss);
+    } else if (v == NATURAL || v == MEAN) {
+        BENCH_CHECK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_STORE));
+        clmad_tensor *in[6] = {s->z, s->zb, s->x[0], s->x[1], s->x[2], s->x[3]}, *y, *yw, *loss;
+        BENCH_CHECK(ctx, clmad_broadcast(ctx, s->cell, in, &y));
+        BENCH_CHECK(ctx, clmad_mul(ctx, y, s->w, &yw));
+        BENCH_CHECK(ctx, v == MEAN ? clmad_mean(ctx, yw, 0, NULL, 0, &loss) : clmad_sum(ctx, yw, 0, NULL, 0, &loss));
+        BENCH_CHECK(ctx, clmad_backward(ctx, loss, NULL));
+        clmad_tensor_release(yw);
         clmad_tensor_release(y);
         clmad_tensor_release(loss);
     } else if (v == SUMMED) {
@@ -413,7 +426,7 @@ int main(int argc, char **argv)
         for (int uc = 0; uc < 2; uc++) {
             double *m = med[uc];
             int best_v = STORE;
-            for (int v = RECOMPUTE; v <= SUMMED; v++)
+            for (int v = RECOMPUTE; v <= MEAN; v++)
                 best_v = m[v] < m[best_v] ? v : best_v;
             double best = m[best_v];
             printf("dims %zu, %s controls (loss %.6f):\n", s.dims, uc ? "uniform" : "random", loss[uc]);
@@ -423,6 +436,8 @@ int main(int argc, char **argv)
                        (unsigned long long)g_kernels[v], (double)g_bytes[v] / (4.0 * (double)n));
             printf("  unfused/store %.2f  unfused/recompute %.2f  store/hand %.2f  recompute/hand %.2f\n",
                    m[UNFUSED] / m[STORE], m[UNFUSED] / m[RECOMPUTE], m[STORE] / m[HAND], m[RECOMPUTE] / m[HAND]);
+            printf("  natural/store %.2f  mean/store %.2f  summed/store %.2f\n", m[NATURAL] / m[STORE],
+                   m[MEAN] / m[STORE], m[SUMMED] / m[STORE]);
             printf("  best fused (%s)/primal %.2f  best fused GB/s / copy GB/s %.2f\n", NAMES[best_v],
                    best / m[PRIMAL], (min_bytes(best_v) / best) / (min_bytes(COPY) / m[COPY]));
         }

@@ -20,6 +20,8 @@ COLUMNS = [
     ("clmad_store", "clmad store", "clmad", "store"),
     ("clmad_recompute", "clmad recompute", "clmad", "recompute"),
     ("clmad_summed", "clmad summed", "clmad", "summed"),
+    ("clmad_natural", "clmad sum(f*w)", "clmad", "natural"),
+    ("clmad_mean", "clmad mean(f*w)", "clmad", "mean"),
     ("clmad_hand", "clmad hand", "clmad", "hand"),
     ("clmad_primal", "clmad primal", "clmad", "primal"),
     ("torch_eager", "torch eager", "torch", "eager"),
@@ -29,7 +31,8 @@ COLUMNS = [
 ]
 RATIOS = [("torch_compile", "clmad best fused / torch.compile"),
           ("jax_jit", "clmad best fused / jax jit"),
-          ("torch_eager", "clmad best fused / torch eager")]
+          ("torch_eager", "clmad best fused / torch eager"),
+          ("natural_jax", "clmad sum(f*w) / jax jit")]
 
 
 def load_rounds(runs_dir):
@@ -147,7 +150,9 @@ def main():
         ms = {key: statistics.median(times[d, key]) if (d, key) in times else None for key, *_ in COLUMNS}
         fused = [v for v in (ms["clmad_store"], ms["clmad_recompute"], ms["clmad_summed"]) if v is not None]
         best = min(fused) if fused else None
-        ratios = {key: (best / ms[key] if best is not None and ms[key] else None) for key, _ in RATIOS}
+        ratios = {key: (best / ms[key] if best is not None and ms.get(key) else None) for key, _ in RATIOS}
+        if ms["clmad_natural"] and ms["jax_jit"]:
+            ratios["natural_jax"] = ms["clmad_natural"] / ms["jax_jit"]
         rows.append({"dims": d, "ms": ms, "best_fused_ms": best, "ratios": ratios,
                      "rounds": {key: times.get((d, key), []) for key, *_ in COLUMNS},
                      "losses": losses.get(d, {})})
@@ -180,8 +185,9 @@ def main():
         "(bench/peers/inputs.py). Times in ms: the median over "
         f"{n_rounds} alternating rounds of each round's median of {header['repetitions']} repetitions. "
         "Ratios are time ratios: above 1, clmad is slower. clmad summed is the same loss with the weight "
-        "inside the kernel and clmad_sum (bench_hmlstm.c); best fused is the fastest of store, recompute "
-        "and summed.",
+        "inside the kernel and clmad_sum (bench_hmlstm.c); sum(f*w) and mean(f*w) are the loss as users "
+        "write it (clmad_mul, then clmad_sum or clmad_mean; fused into one loss kernel: docs/fusion.md); "
+        "best fused is the fastest of store, recompute and summed.",
         "",
         "| dims | " + " | ".join(c[1] for c in COLUMNS) + " | " + " | ".join(r[1] for r in RATIOS) + " |",
         "|---" * (1 + len(COLUMNS) + len(RATIOS)) + "|",

@@ -435,8 +435,9 @@ typedef struct clmad_stats {
                                       (kept while the context lives) and those of live user
                                       kernels (a kernel's go when it is released and no tape
                                       node holds it) */
-    uint64_t fused_losses;         /* losses computed by a fused loss kernel (clmad_dot or
-                                      clmad_sum over a held broadcast, never writing it) */
+    uint64_t fused_losses;         /* losses computed by a fused loss kernel (clmad_dot,
+                                      clmad_sum or clmad_mean over a held broadcast, or over
+                                      one builtin of it: docs/fusion.md; never writing it) */
     uint64_t fusion_fallbacks;     /* fused losses whose gradients backward could not use
                                       (the adjoint was not exactly 1, the broadcast had
                                       other consumers, ...): it ran the eager backward */

@@ -12,12 +12,15 @@
  * 2^20, a broadcast (row) input, and the hazards that must force the held
  * work or fall back: reading y, a user seed, a retained tape run twice,
  * gradients already present, y feeding another op, y released early, the
- * loss used further, the stage's output used by another op. The fused runs' kernel and pass counts are checked
+ * loss used further, the stage's output used by another op. A loss kernel
+ * that fails to build (injected) leaves eager's results, and is not tried
+ * again. The fused runs' kernel and pass counts are checked
  * through clmad_stats.
  */
 #include <criterion/criterion.h>
 
 #include "support.h"
+#include "internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -278,6 +281,52 @@ static void check_passes(int form, double expected)
     test_set_case(NULL);
 }
 
+/* Every loss kernel fails to build on a context with fusion on: each
+ * program runs eagerly, bitwise as with fusion off, and a kernel whose loss
+ * kernel failed is not rebuilt at the next step (GRAD_PRESENT runs two).
+ * Its own context: the builtins' kernels remember their failures. */
+static void check_build_failure(void)
+{
+    clmad_options opt = {0};
+    clmad_context *broken = test_context_with(&opt);
+    clmad__inject_build_failure(broken, CLMAD_MODE_LOSS);
+    static const int forms[] = {DOT, MEAN, SUM_MUL};
+    for (int f = 0; f < 3; f++) {
+        program p = {CLMAD_F32, 3, 33, forms[f], GRAD_PRESENT, CLMAD_PARTIALS_STORE};
+        test_set_case("injected build failure, %s: ", FORMS[forms[f]]);
+        results fused = {0}, eager = {0};
+        run(broken, &p, &fused);
+        run(off, &p, &eager);
+        cr_assert_eq(fused.len, eager.len, "%sresult sizes differ", test_case());
+        size_t at = first_difference(&fused, &eager, 4);
+        cr_assert(at == fused.len, "%sresults differ at byte %zu", test_case(), at);
+        cr_assert_eq(fused.stats.fused_losses, 0, "%sa loss was fused", test_case());
+        cr_assert_eq(fused.stats.kernels_launched, eager.stats.kernels_launched, "%s%llu kernels, eager %llu",
+                     test_case(), (unsigned long long)fused.stats.kernels_launched,
+                     (unsigned long long)eager.stats.kernels_launched);
+        free(fused.bytes);
+        free(eager.bytes);
+    }
+    /* The builtin clmad_mul's loss kernel failed above (the second step of
+     * sum(y * w), y no longer fusible, summed its own held product): with
+     * the compiler well again, it is still not tried. */
+    clmad__inject_build_failure(broken, 0);
+    program p = {CLMAD_F32, 3, 33, SUM_MUL, READ_Y_FIRST, CLMAD_PARTIALS_STORE};
+    test_set_case("after an injected build failure: ");
+    results again = {0};
+    run(broken, &p, &again);
+    cr_assert_eq(again.stats.fused_losses, 0, "%sthe failed loss kernel was built again", test_case());
+    p.form = DOT;
+    run(broken, &p, &again);
+    cr_assert_eq(again.stats.fused_losses, 0, "%sfused a written y", test_case());
+    p.hazard = NONE;
+    run(broken, &p, &again);
+    cr_assert_eq(again.stats.fused_losses, 1, "%sa new kernel's loss was not fused", test_case());
+    free(again.bytes);
+    clmad_context_release(broken);
+    test_set_case(NULL);
+}
+
 Test(fusion, bitwise_equal_to_eager, .timeout = 900)
 {
     clmad_options opt = {0};
@@ -317,6 +366,7 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
             program p = {CLMAD_F64, 7, 33, form, NONE, form % 2 ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE};
             check(&p);
         }
+    check_build_failure();
     clmad_context_release(on);
     clmad_context_release(off);
 }

@@ -136,7 +136,7 @@ static const struct {
     [CLMAD_ARG_PARTS] = {", ulong clmad__parts", ""},
     [CLMAD_ARG_SUMS] = {",\n    __global real *restrict clmad__sums", ""},
     [CLMAD_ARG_WEIGHT] = {",\n    __global const real *restrict clmad__w", ""},
-    [CLMAD_ARG_LOSS_ADJ] = {", __global const real *restrict clmad__A", ""},
+    [CLMAD_ARG_LOSS_ADJ] = {", const real clmad__A", ""},
 };
 
 static int index_of(const clmad_kernel_arg *a, char which)

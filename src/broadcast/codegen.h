@@ -75,7 +75,7 @@ typedef struct clmad_variant {
     int loss_stage_raw;                 /* stage: y's adjoint is the stage's partial itself (its
                                            STORE node's, taken whole), else adjoint_times(A, it) */
     int loss_weight_scalar;             /* w is one value (a 0-d stage operand), read at 0 */
-    int loss_adj;                       /* A, the adjoint of each summed value, is the one-element
+    int loss_adj;                       /* A, the adjoint of each summed value, is the argument
                                            LOSS_ADJ (clmad_mean's 1/n), else exactly 1 */
 } clmad_variant;
 
@@ -116,7 +116,7 @@ typedef enum clmad_arg_kind {
     CLMAD_ARG_PARTS,       /* LOSS, ulong: work-items, each one partial sum */
     CLMAD_ARG_SUMS,        /* LOSS: the partial sums (written) */
     CLMAD_ARG_WEIGHT,      /* LOSS: w, read at the element index (or at 0: loss_weight_scalar) */
-    CLMAD_ARG_LOSS_ADJ     /* LOSS: the one-element adjoint of each summed value */
+    CLMAD_ARG_LOSS_ADJ     /* LOSS, real: the adjoint of each summed value */
 } clmad_arg_kind;
 
 typedef struct clmad_kernel_arg {

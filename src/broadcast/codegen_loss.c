@@ -41,7 +41,7 @@ static void emit_loss_element(clmad_strbuf *sb, const clmad_variant *v)
     clmad__emit_element(sb, v);
     clmad__sb_append(sb, "    const real clmad__y = clmad__val(clmad__b0);\n");
     /* The adjoint of each summed value: clmad_sum's seed, or clmad_mean's 1/n. */
-    const char *A = v->loss_adj ? "clmad__A[0]" : "(real)1", *adj = A;
+    const char *A = v->loss_adj ? "clmad__A" : "(real)1", *adj = A;
     if (v->loss_stage) {
         emit_stage(sb, v, A);
         adj = "clmad__ay";

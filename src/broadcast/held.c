@@ -135,7 +135,7 @@ int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor 
     uint64_t mask;
     clmad_kernel *k;
     clmad_tensor *const *inputs;
-    if (!clmad__bcast_held_call(y, &k, &inputs) || !broadcast_node(ctx, y, &mask) ||
+    if (!clmad__bcast_held_call(y, &k, &inputs) || k->loss_failed || !broadcast_node(ctx, y, &mask) ||
         !clmad__dtype_is_float(y->dtype))
         return 0;
     if (!w)
@@ -167,7 +167,7 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const 
     v.loss_stage_y = form->stage_y;
     v.loss_stage_raw = form->stage_raw;
     v.loss_weight_scalar = form->w && !clmad__same_shape(form->w, y);
-    v.loss_adj = form->adj != NULL;
+    v.loss_adj = form->adj != 1.0;
     clmad__scope_pause(ctx); /* the gradients are clmad's until backward hands them on */
     for (int j = 0; j < k->n_inputs && st == CLMAD_OK; j++) {
         if (!((mask >> j) & 1u))
@@ -187,6 +187,7 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const 
         st = clmad__bcast_launch(k, &v, &plan, &a);
     }
     if (st != CLMAD_OK) {
+        k->loss_failed = st == CLMAD_ERR_BUILD;
         clmad__release_all(g->grad, g->n);
         g->n = 0;
         return st;

@@ -40,7 +40,7 @@ typedef struct clmad_loss_form {
     clmad_tensor *w;       /* dot's w or the stage's other operand (0-d allowed there) */
     int stage, stage_y;    /* CLMAD_STAGE_* (codegen.h), 0: none; y's operand */
     clmad_tensor *z;       /* stage: its output, held, read by this loss from now on */
-    clmad_tensor *adj;     /* 0-d: clmad_mean's 1/n as its backward makes it; NULL: 1 */
+    double adj;            /* clmad_mean's 1/n as its backward makes it (a `real`), or 1 */
     int raw;               /* no stage, no w, adjoint 1: the partials are the gradients */
     int stage_raw;         /* stage, adjoint 1: its partial is y's adjoint (STORE) */
 } clmad_loss_form;

@@ -23,7 +23,15 @@ struct clmad_kernel {
     int first_T;                    /* the first T input: it sets the dtype of a call */
     int refcount;                   /* the user's reference + one per tape node */
     clmad_kernel_variant *variants; /* variants.c */
+    int loss_failed;                /* a loss kernel of k failed: losses over it run eagerly
+                                       (broadcast/held.c), not rebuilt at every step */
 };
+
+/* For tests: every broadcast variant of mode (a clmad_mode, codegen.h; 0:
+ * none) that ctx builds from now on fails with CLMAD_ERR_BUILD, as a
+ * compiler that rejects it would (test_fusion: a loss kernel that cannot be
+ * built leaves eager execution's results). */
+void clmad__inject_build_failure(clmad_context *ctx, int mode);
 
 /* 1 if input j of k is an integer parameter (int, long, uchar), not T. */
 static inline int clmad__kernel_integer(const clmad_kernel *k, int j)

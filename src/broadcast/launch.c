@@ -67,7 +67,7 @@ static uint64_t launch_bytes(const clmad_variant *v, const clmad_bcast_plan *pla
     uint64_t n = plan->numel, arrays = 0, small = 0, integer_bytes = 0;
     if (v->mode == CLMAD_MODE_LOSS) {
         arrays += (uint64_t)v->K + ((v->loss_weighted || v->loss_stage) && !v->loss_weight_scalar ? 1 : 0);
-        small += a->parts + (v->loss_weight_scalar ? 1 : 0) + (v->loss_adj ? 1 : 0);
+        small += a->parts + (v->loss_weight_scalar ? 1 : 0);
     } else if (v->mode == CLMAD_MODE_VJP || v->mode == CLMAD_MODE_STORED) {
         for (int o = 0; o < v->n_outputs; o++)
             if (v->adj_mask & (1u << o)) {
@@ -121,7 +121,6 @@ static const cl_mem *buffer_of(const clmad_kernel_arg *x, const clmad_variant *v
     case CLMAD_ARG_TANGENT_IN: return &a->tangents[x->j]->mem;
     case CLMAD_ARG_SUMS: return &a->sums->mem;
     case CLMAD_ARG_WEIGHT: return &a->weight->mem;
-    case CLMAD_ARG_LOSS_ADJ: return &a->loss_adj->mem;
     default: return NULL; /* a number: COUNT, DIM, STRIDE */
     }
 }
@@ -139,9 +138,15 @@ clmad_status clmad__bcast_launch(clmad_kernel *k, const clmad_variant *v, const 
     const void *values[CLMAD_MAX_KERNEL_ARGS];
     cl_ulong numbers[2 + CLMAD_MAX_DIMS * (2 + CLMAD_MAX_INPUTS)]; /* COUNT, PARTS, DIM, STRIDE, DIVISOR */
     int n_numbers = 0;
+    clmad_real_arg adj;
     const int n = clmad__kernel_arguments(v, args);
     for (int i = 0; i < n; i++) {
         const clmad_kernel_arg *x = &args[i];
+        if (x->kind == CLMAD_ARG_LOSS_ADJ) {
+            sizes[i] = clmad__real_arg(v->dtype, a->loss_adj, &adj);
+            values[i] = &adj;
+            continue;
+        }
         const cl_mem *mem = buffer_of(x, v, a);
         if (mem) {
             sizes[i] = sizeof *mem;

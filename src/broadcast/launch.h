@@ -20,7 +20,7 @@ typedef struct clmad_launch_args {
     clmad_tensor **deriv_tangents; /* SECOND: n_outputs * K, the partials' directional derivatives */
     clmad_tensor *sums;            /* LOSS: `parts` partial sums (derivs: the K gradients) */
     clmad_tensor *weight;          /* LOSS with loss_weighted or loss_stage: w */
-    clmad_tensor *loss_adj;        /* LOSS with loss_adj: the adjoint A */
+    double loss_adj;               /* LOSS with loss_adj: the adjoint A, as a `real` */
     size_t parts;                  /* LOSS: work-items */
 } clmad_launch_args;
 

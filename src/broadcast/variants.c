@@ -18,6 +18,9 @@ clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_k
         }
 
     clmad_context *ctx = k->ctx;
+    if (ctx->inject_build_failure && ctx->inject_build_failure == (int)v->mode)
+        return clmad__fail(ctx, CLMAD_ERR_BUILD, "clmad_broadcast(%s): a build failure injected for the '%c' variant",
+                           k->fn_name, (char)v->mode);
     clmad_strbuf sb = {0};
     const int first_line = clmad__generate_program(&sb, v, k->source, k->fn_name, ctx->tuning.inline_pragma);
     if (sb.failed) {
@@ -98,6 +101,11 @@ clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_k
     k->variants = kv;
     *out = kv->kernel;
     return CLMAD_OK;
+}
+
+void clmad__inject_build_failure(clmad_context *ctx, int mode)
+{
+    ctx->inject_build_failure = mode;
 }
 
 void clmad__kernel_variants_release(clmad_kernel *k)

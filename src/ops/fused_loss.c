@@ -18,7 +18,6 @@
 #include "base/log.h"
 #include "ops/builtins.h"
 #include "runtime/primitives.h"
-#include "runtime/scope.h"
 
 #include <stdlib.h>
 
@@ -102,27 +101,14 @@ static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_l
     return 0;
 }
 
-/* clmad_mean's 1/n as its backward makes it (0-d), or NULL for 1. */
-static clmad_status mean_adjoint(clmad_context *ctx, clmad_dtype dtype, double scale, clmad_tensor **adj)
-{
-    *adj = NULL;
-    if (scale == 1.0)
-        return CLMAD_OK;
-    clmad__scope_pause(ctx);
-    clmad_status st = clmad_tensor_fill(ctx, dtype, 0, NULL, 1.0, adj);
-    size_t one[1] = {1};
-    if (st == CLMAD_OK)
-        st = clmad__strided_copy(ctx, *adj, 0, one, *adj, 0, one, 1, one, scale, 0);
-    clmad__scope_resume(ctx);
-    return st;
-}
 
 clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, double scale, int out_ndim,
                                const size_t *out_shape, clmad_fused_loss **fused, clmad_tensor **out)
 {
     *fused = NULL;
     *out = NULL;
-    clmad_loss_form form = {.w = w};
+    /* The mean's adjoint: its backward's 1 * scale, rounded to the dtype. */
+    clmad_loss_form form = {.w = w, .adj = scale};
     clmad_tensor *over = y; /* the held broadcast the kernel evaluates */
     int staged = !w && stage_form(ctx, y, scale, &form, &over);
     clmad_fused_loss *f = NULL;
@@ -136,10 +122,7 @@ clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor
      * (node.c's take_partial): so does the loss kernel. */
     f->raw = form.raw = !w && !staged && scale == 1.0 && !ctx->tape.retain &&
                         clmad__bcast_node_wants_partials(y->node);
-    clmad_status st = mean_adjoint(ctx, y->dtype, scale, &form.adj);
-    if (st == CLMAD_OK)
-        st = loss_value(ctx, over, &form, f, scale, out_ndim, out_shape, out);
-    clmad_tensor_release(form.adj);
+    clmad_status st = loss_value(ctx, over, &form, f, scale, out_ndim, out_shape, out);
     if (st != CLMAD_OK) {
         clmad__log("%s: the fused loss kernel failed (%s); running eagerly", over->node->name,
                    clmad_last_error(ctx));

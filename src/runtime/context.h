@@ -54,6 +54,8 @@ struct clmad_context {
     int chunk_cap;                  /* 0: the device default */
     int fusion_disabled;            /* CLMAD_PARAM_DISABLE_FUSION (held.h) */
     struct clmad_tensor *held_first; /* tensors whose writing is held back, oldest first */
+    int inject_build_failure;       /* tests: broadcast variants of this clmad_mode fail to build
+                                       (clmad__inject_build_failure); 0: none */
     clmad_message error;
     clmad_tape_settings tape;
     cl_kernel kernels[CLMAD__DTYPE_COUNT][CLMAD_KERNEL_COUNT]; /* [dtype][id], kernels.c */

@@ -22,7 +22,7 @@ int clmad__variant_equal(const clmad_variant *a, const clmad_variant *b)
         a->loss_weighted != b->loss_weighted || a->loss_ranges != b->loss_ranges || a->loss_raw != b->loss_raw ||
         a->loss_stage != b->loss_stage || a->loss_stage_y != b->loss_stage_y ||
         a->loss_stage_raw != b->loss_stage_raw || a->loss_weight_scalar != b->loss_weight_scalar ||
-        a->loss_adj != b->loss_adj)
+        a->loss_adj != b->loss_adj || a->loss_lanes != b->loss_lanes)
         return 0;
     size_t n = (size_t)a->n_inputs, K = (size_t)a->K;
     return memcmp(a->access, b->access, n) == 0 && memcmp(a->integer, b->integer, n) == 0 &&

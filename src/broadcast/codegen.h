@@ -77,7 +77,13 @@ typedef struct clmad_variant {
     int loss_weight_scalar;             /* w is one value (a 0-d stage operand), read at 0 */
     int loss_adj;                       /* A, the adjoint of each summed value, is the argument
                                            LOSS_ADJ (clmad_mean's 1/n), else exactly 1 */
+    int loss_lanes;                     /* interleaved: work-items per partial sum (> 1: groups
+                                           of CLMAD_LOSS_GROUP_PARTS parts x loss_lanes) */
 } clmad_variant;
+
+/* Parts per work-group of a loss kernel with lanes: one warp's worth, so
+ * that neighbouring work-items read neighbouring elements. */
+enum { CLMAD_LOSS_GROUP_PARTS = 32 };
 
 /* The builtins a loss kernel applies between y and the sum (loss_stage),
  * each a call of its cl/clmad_ad.clh function as the builtin's source is. */

@@ -63,8 +63,44 @@ static void emit_loss_element(clmad_strbuf *sb, const clmad_variant *v)
     clmad__sb_append(sb, "    }\n");
 }
 
+/* Interleaved parts with lanes: work-item (i, j) of a group serves part
+ * p0 + i, taking its elements k = j, j + L, ... in rounds of L; after each
+ * round the part's first work-item adds the round's terms in k order, so
+ * that the sum is the one work-item's of the plain form, with L times the
+ * work-items (a 1024 x 1024 loss has 32768 parts: too few for a GPU). */
+static void emit_lanes_body(clmad_strbuf *sb, const clmad_variant *v)
+{
+    const int L = v->loss_lanes, P = CLMAD_LOSS_GROUP_PARTS;
+    clmad__sb_printf(sb, "{\n    __local real clmad__t[%d];\n"
+                         "    const uint clmad__i = get_local_id(0) %% %du, clmad__j = get_local_id(0) / %du;\n"
+                         "    const ulong clmad__p0 = get_group_id(0) * %dUL, clmad__part = clmad__p0 + clmad__i;\n"
+                         "    const ulong clmad__rounds = clmad__p0 < clmad__n ?\n"
+                         "        ((clmad__n - clmad__p0 + clmad__parts - 1) / clmad__parts + %d) / %d : 0;\n"
+                         "    real clmad__acc = 0;\n    real clmad__term;\n"
+                         "    for (ulong clmad__r = 0; clmad__r < clmad__rounds; clmad__r++) {\n"
+                         "    const ulong clmad__e = clmad__part + (clmad__r * %d + clmad__j) * clmad__parts;\n"
+                         "    clmad__term = 0;\n"
+                         "    if (clmad__part < clmad__parts && clmad__e < clmad__n)\n",
+                     P * L, P, P, P, L - 1, L, L);
+    emit_loss_element(sb, v);
+    clmad__sb_printf(sb, "    clmad__t[get_local_id(0)] = clmad__term;\n"
+                         "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+                         "    if (clmad__j == 0 && clmad__part < clmad__parts)\n"
+                         "        for (uint clmad__l = 0; clmad__l < %du &&\n"
+                         "             clmad__part + (clmad__r * %d + clmad__l) * clmad__parts < clmad__n; clmad__l++)\n"
+                         "            clmad__acc += clmad__t[clmad__l * %du + clmad__i];\n"
+                         "    barrier(CLK_LOCAL_MEM_FENCE);\n    }\n"
+                         "    if (clmad__j == 0 && clmad__part < clmad__parts)\n"
+                         "        clmad__sums[clmad__part] = clmad__acc;\n}\n",
+                     L, L, P);
+}
+
 void clmad__emit_loss_body(clmad_strbuf *sb, const clmad_variant *v)
 {
+    if (!v->loss_ranges && v->loss_lanes > 1) {
+        emit_lanes_body(sb, v);
+        return;
+    }
     clmad__sb_append(sb, "{\n    const ulong clmad__part = get_global_id(0);\n"
                          "    if (clmad__part >= clmad__parts)\n        return;\n"
                          "    real clmad__term;\n");

@@ -168,6 +168,7 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const 
     v.loss_stage_raw = form->stage_raw;
     v.loss_weight_scalar = form->w && !clmad__same_shape(form->w, y);
     v.loss_adj = form->adj != 1.0;
+    v.loss_lanes = ranges ? 1 : ctx->loss_lanes;
     clmad__scope_pause(ctx); /* the gradients are clmad's until backward hands them on */
     for (int j = 0; j < k->n_inputs && st == CLMAD_OK; j++) {
         if (!((mask >> j) & 1u))

@@ -165,6 +165,10 @@ clmad_status clmad__bcast_launch(clmad_kernel *k, const clmad_variant *v, const 
     st = clmad__set_kernel_args(ctx, kern, n, sizes, values);
     if (st != CLMAD_OK)
         return st;
+    if (v->mode == CLMAD_MODE_LOSS && v->loss_lanes > 1)
+        return clmad__enqueue_groups(ctx, kern, (a->parts + CLMAD_LOSS_GROUP_PARTS - 1) / CLMAD_LOSS_GROUP_PARTS,
+                                     (size_t)CLMAD_LOSS_GROUP_PARTS * (size_t)v->loss_lanes,
+                                     launch_bytes(v, plan, a));
     size_t items = (size_t)v->items;
     size_t work_items = v->mode == CLMAD_MODE_LOSS ? a->parts : (plan->numel + items - 1) / items;
     return clmad__enqueue_1d(ctx, kern, work_items, launch_bytes(v, plan, a));

@@ -56,6 +56,9 @@ struct clmad_context {
     struct clmad_tensor *held_first; /* tensors whose writing is held back, oldest first */
     int inject_build_failure;       /* tests: broadcast variants of this clmad_mode fail to build
                                        (clmad__inject_build_failure); 0: none */
+    int loss_lanes;                 /* work-items per partial sum of an interleaved loss kernel
+                                       (tuning.c; 1, or 8 on GPUs) */
+    int sums_interleaved;           /* tests: no sum by ranges, as on GPUs (reduce.c) */
     clmad_message error;
     clmad_tape_settings tape;
     cl_kernel kernels[CLMAD__DTYPE_COUNT][CLMAD_KERNEL_COUNT]; /* [dtype][id], kernels.c */

@@ -98,6 +98,20 @@ clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n, u
     return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(ctx, err, "clEnqueueNDRangeKernel");
 }
 
+clmad_status clmad__enqueue_groups(clmad_context *ctx, cl_kernel kernel, size_t n_groups, size_t group,
+                                   uint64_t bytes)
+{
+    size_t global = n_groups * group;
+    if (global == 0)
+        return CLMAD_OK;
+    cl_int err = clEnqueueNDRangeKernel(ctx->queue, kernel, 1, NULL, &global, &group, 0, NULL, NULL);
+    if (err == CL_SUCCESS) {
+        ctx->stats.kernels_launched++;
+        ctx->stats.bytes_moved += bytes;
+    }
+    return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(ctx, err, "clEnqueueNDRangeKernel");
+}
+
 size_t clmad__real_arg(clmad_dtype dtype, double value, clmad_real_arg *arg)
 {
     switch (dtype) {

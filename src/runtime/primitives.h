@@ -20,6 +20,10 @@ clmad_status clmad__set_kernel_args(clmad_context *ctx, cl_kernel k, int n, cons
  * and counts it in the stats with the bytes it reads and writes. */
 clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n, uint64_t bytes);
 
+/* n_groups work-groups of `group` work-items each, counted as above. */
+clmad_status clmad__enqueue_groups(clmad_context *ctx, cl_kernel kernel, size_t n_groups, size_t group,
+                                   uint64_t bytes);
+
 /* The three above in one: sets arguments 0..n-1 of the internal kernel id
  * for dtype and enqueues `work` work-items (the index and axis operations). */
 clmad_status clmad__launch_cached(clmad_context *ctx, clmad_dtype dtype, clmad_kernel_id id, int n,
@@ -73,6 +77,10 @@ int clmad__sum_by_ranges(const clmad_context *ctx, size_t n_keep, int nr, const 
 
 /* How many ranges such a pass over n elements makes. */
 size_t clmad__range_parts(size_t n);
+
+/* For tests: ctx sums as GPUs do (interleaved parts, no ranges), its loss
+ * kernels with `lanes` work-items per part (tuning.c), whatever the device. */
+void clmad__sum_as_gpus(clmad_context *ctx, int lanes);
 
 /* One pass by ranges: dst[p] = sum over range p of a[q] (CLMAD_OPS_SUM_RANGES,
  * b NULL) or of a[q] * b[q] (CLMAD_OPS_DOT_RANGES). */

@@ -114,9 +114,15 @@ size_t clmad__reduce_parts(size_t n_keep, size_t n_red)
     return parts < cap ? parts : cap;
 }
 
+void clmad__sum_as_gpus(clmad_context *ctx, int lanes)
+{
+    ctx->sums_interleaved = 1;
+    ctx->loss_lanes = lanes;
+}
+
 int clmad__sum_by_ranges(const clmad_context *ctx, size_t n_keep, int nr, const size_t *rs)
 {
-    return ctx->info.type == CLMAD_DEVICE_CPU && n_keep == 1 && nr == 1 && rs[0] == 1;
+    return ctx->info.type == CLMAD_DEVICE_CPU && !ctx->sums_interleaved && n_keep == 1 && nr == 1 && rs[0] == 1;
 }
 
 /* Ranges of 8192 elements (a CPU core streams each in about a microsecond)

@@ -21,6 +21,7 @@ typedef struct tuning_row {
     const char *driver_prefix;   /* CL_DRIVER_VERSION starts with it; NULL: any */
     int items, chunk_cap, inline_pragma;
     const char *name;
+    int loss_lanes; /* work-items sharing one partial sum of a loss kernel (codegen_loss.c) */
     int caches_by_source; /* its own binary cache is keyed by source and options
                              alone, not by what an #include reads (rusticl) */
 } tuning_row;
@@ -31,13 +32,15 @@ typedef struct tuning_row {
  * want one element per work-item for coalescing. Chunk cap: bench_arity
  * (one chunk of up to 16 partials was fastest on POCL, llvmpipe and an
  * H100). Inline pragma: compilers on upstream clang that take always_inline
- * in `#pragma clang attribute` (codegen.c). */
+ * in `#pragma clang attribute` (codegen.c). Loss lanes: on GPUs a loss
+ * kernel's partial sum of about 32 elements is 8 work-items' work, so that
+ * a 1024 x 1024 loss fills an H100 (CPUs sum by ranges: no lanes). */
 static const tuning_row TABLE[] = {
-    {"The pocl project", CLMAD_DEVICE_CPU, NULL, 32, 16, 1, "POCL on a CPU", 0},
-    {"The pocl project", -1, NULL, 1, 16, 1, "POCL", 0},
-    {"Mesa/X.org", -1, NULL, 1, 16, 1, "Mesa (rusticl)", 1},
-    {"Intel(R) Corporation", CLMAD_DEVICE_CPU, NULL, 1, 16, 0, "Intel's CPU runtime", 0},
-    {"Oclgrind", -1, NULL, 1, 16, 0, "Oclgrind (a simulator: the GPU form)", 0},
+    {"The pocl project", CLMAD_DEVICE_CPU, NULL, 32, 16, 1, "POCL on a CPU", 0, 1},
+    {"The pocl project", -1, NULL, 1, 16, 1, "POCL", 0, 8},
+    {"Mesa/X.org", -1, NULL, 1, 16, 1, "Mesa (rusticl)", 1, 1},
+    {"Intel(R) Corporation", CLMAD_DEVICE_CPU, NULL, 1, 16, 0, "Intel's CPU runtime", 0, 1},
+    {"Oclgrind", -1, NULL, 1, 16, 0, "Oclgrind (a simulator: the GPU form)", 0, 8},
 };
 
 /* When no row matches: by device type; accelerators and others keep the
@@ -45,10 +48,10 @@ static const tuning_row TABLE[] = {
 static tuning_row type_default(clmad_device_type type)
 {
     if (type == CLMAD_DEVICE_GPU)
-        return (tuning_row){NULL, type, NULL, 1, 16, 0, "default for GPUs", 0};
+        return (tuning_row){NULL, type, NULL, 1, 16, 0, "default for GPUs", 0, 8};
     if (type == CLMAD_DEVICE_CPU)
-        return (tuning_row){NULL, type, NULL, 1, 16, 0, "default for CPUs", 0};
-    return (tuning_row){NULL, type, NULL, 1, 8, 0, "default for other devices", 0};
+        return (tuning_row){NULL, type, NULL, 1, 16, 0, "default for CPUs", 0, 1};
+    return (tuning_row){NULL, type, NULL, 1, 8, 0, "default for other devices", 0, 1};
 }
 
 static int row_matches(const tuning_row *r, const char *vendor, const clmad_device_info *info)
@@ -131,6 +134,7 @@ void clmad__tuning_resolve(clmad_context *ctx)
     clmad_tuning *t = &ctx->tuning;
     *t = (clmad_tuning){row.items, row.chunk_cap, row.inline_pragma, ""};
     ctx->driver_caches_by_source = row.caches_by_source;
+    ctx->loss_lanes = row.loss_lanes;
     snprintf(t->origin, sizeof t->origin, "%s%s", kind, row.name);
     if (ctx->cache_dir) {
         char name[64];

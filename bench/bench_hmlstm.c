@@ -16,7 +16,10 @@
  *   unfused    the same function as a chain of builtins with where (pure reverse mode)
  *   hand       a hand-written forward kernel and a hand-written backward kernel
  *   primal     the primal forward of the cell alone
- *   copy       a copy kernel over dims x dims (the device's bandwidth)
+ *   copy       a copy kernel over dims x dims (the device's bandwidth), one
+ *              element per work-item as the generated kernels access memory
+ *   copy4      the same with vload4/vstore4 (four elements per work-item)
+ *   copybuf    clEnqueueCopyBuffer over the same buffers (the driver's copy)
  * Controls "random" (branches mixed among neighbours) and "uniform" (each
  * control value repeated over 32 consecutive elements).
  * Usage: bench_hmlstm [--dims 512,1024,2048] [--reps N] [--out folder]
@@ -98,15 +101,16 @@ static const char *HAND_SOURCE =
     "    }\n"
     "}\n";
 
-enum { STORE, RECOMPUTE, SUMMED, NATURAL, MEAN, UNFUSED, HAND, PRIMAL, COPY, NV };
-static const char *NAMES[NV] = {"store", "recompute", "summed", "natural", "mean", "unfused", "hand", "primal", "copy"};
+enum { STORE, RECOMPUTE, SUMMED, NATURAL, MEAN, UNFUSED, HAND, PRIMAL, COPY, COPY4, COPYBUF, NV };
+static const char *NAMES[NV] = {"store", "recompute", "summed", "natural", "mean",  "unfused",
+                                "hand",  "primal",    "copy",   "copy4",   "copybuf"};
 
 typedef struct setup {
     clmad_context *ctx;
     size_t dims;
     clmad_tensor *z, *zb, *x[4], *w, *one, *zero;
     clmad_kernel *cell, *cell_w;
-    cl_kernel hand_fwd, hand_bwd, copy;
+    cl_kernel hand_fwd, hand_bwd, copy, copy4;
     clmad_tensor *hy, *hg[4], *cdst;
 } setup;
 
@@ -260,8 +264,17 @@ static double run_variant(setup *s, int v)
         BENCH_CHECK(ctx, clmad_broadcast(ctx, s->cell, in, &y));
         BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 1));
         clmad_tensor_release(y);
-    } else {
+    } else if (v == COPY) {
         BENCH_CHECK(ctx, clmad__enqueue_1d(ctx, s->copy, n, 2 * 4 * (uint64_t)n));
+    } else if (v == COPY4) {
+        BENCH_CHECK(ctx, clmad__enqueue_1d(ctx, s->copy4, n / 4 + n % 4, 2 * 4 * (uint64_t)n));
+    } else {
+        cl_command_queue q;
+        BENCH_CHECK(ctx, clmad_context_get_cl(ctx, NULL, NULL, &q));
+        if (clEnqueueCopyBuffer(q, bench_mem(s->x[0]), bench_mem(s->cdst), 0, 0, 4 * n, 0, NULL, NULL) != CL_SUCCESS) {
+            fprintf(stderr, "bench_hmlstm: clEnqueueCopyBuffer failed\n");
+            exit(1);
+        }
     }
     clmad_finish(ctx);
     double dt = bench_now() - t0;
@@ -292,6 +305,9 @@ static void set_hand_args(setup *s)
     bench_arg_tensor(s->copy, 0, s->x[0]);
     bench_arg_tensor(s->copy, 1, s->cdst);
     clSetKernelArg(s->copy, 2, sizeof n, &n);
+    bench_arg_tensor(s->copy4, 0, s->x[0]);
+    bench_arg_tensor(s->copy4, 1, s->cdst);
+    clSetKernelArg(s->copy4, 2, sizeof n, &n);
 }
 
 /* Minimal bytes per element each variant must move (f32). Forward + backward:
@@ -302,7 +318,9 @@ static double min_bytes(int v)
 {
     switch (v) {
     case PRIMAL: return 4.0 * 5;
-    case COPY: return 4.0 * 2;
+    case COPY:
+    case COPY4:
+    case COPYBUF: return 4.0 * 2;
     case SUMMED: return 4.0 * 11;
     default: return 4.0 * 16;
     }
@@ -344,6 +362,7 @@ int main(int argc, char **argv)
     char copy_src[4096];
     snprintf(copy_src, sizeof copy_src, "typedef float real;\n%s", clmad__embedded_source("copy.cl"));
     s.copy = build(ctx, copy_src, "clmad_copy");
+    s.copy4 = build(ctx, copy_src, "clmad_copy_vec4");
     BENCH_CHECK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 0, NULL, 1.0, &s.one));
     BENCH_CHECK(ctx, clmad_tensor_zeros(ctx, CLMAD_F32, 0, NULL, &s.zero));
 
@@ -440,6 +459,8 @@ int main(int argc, char **argv)
                    m[MEAN] / m[STORE], m[SUMMED] / m[STORE]);
             printf("  best fused (%s)/primal %.2f  best fused GB/s / copy GB/s %.2f\n", NAMES[best_v],
                    best / m[PRIMAL], (min_bytes(best_v) / best) / (min_bytes(COPY) / m[COPY]));
+            printf("  copy / clEnqueueCopyBuffer (bandwidth) %.2f  copy4 / clEnqueueCopyBuffer %.2f\n",
+                   m[COPYBUF] / m[COPY], m[COPYBUF] / m[COPY4]);
         }
         printf("  random/uniform: store %.2f recompute %.2f unfused %.2f hand %.2f\n",
                med[0][STORE] / med[1][STORE], med[0][RECOMPUTE] / med[1][RECOMPUTE],

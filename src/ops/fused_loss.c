@@ -14,7 +14,6 @@
 #include "broadcast/held.h"
 #include "broadcast/launch.h"
 #include "broadcast/node.h"
-#include "broadcast/codegen.h"
 #include "base/log.h"
 #include "ops/builtins.h"
 #include "runtime/primitives.h"
@@ -100,7 +99,6 @@ static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_l
         }
     return 0;
 }
-
 
 clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, double scale, int out_ndim,
                                const size_t *out_shape, clmad_fused_loss **fused, clmad_tensor **out)

@@ -120,7 +120,9 @@ CLMAD_API clmad_status clmad_tensor_wrap_cl(clmad_context *ctx, cl_mem mem, size
  * then serves other tensors). The caller's kernels may read and write the
  * elements when enqueued on the context's queue, but must not change a
  * tensor that the tape holds (see clmad_tensor_wrap_cl). mem or offset may
- * be NULL. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL t).
+ * be NULL. The elements are there when it returns: work clmad held back
+ * (docs/fusion.md) has been enqueued. Errors: CLMAD_ERR_INVALID_ARGUMENT
+ * (NULL t), CLMAD_ERR_CONCURRENT_USE.
  */
 CLMAD_API clmad_status clmad_tensor_get_cl(const clmad_tensor *t, cl_mem *mem, size_t *offset);
 

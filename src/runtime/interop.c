@@ -248,6 +248,9 @@ clmad_status clmad_tensor_wrap_cl(clmad_context *ctx, cl_mem mem, size_t offset,
 
 clmad_status clmad_tensor_get_cl(const clmad_tensor *t, cl_mem *mem, size_t *offset)
 {
+    /* The guard writes held tensors (fusion): the caller's kernels may read
+     * the buffer as soon as they have it. */
+    CLMAD_GUARD(t ? t->ctx : NULL, "clmad_tensor_get_cl");
     if (!t)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tensor_get_cl: t is NULL");
     if (mem)

@@ -3,6 +3,7 @@
 #include "runtime/scope.h"
 #include "tape/state.h"
 #include "runtime/context_guard.h"
+#include "runtime/held.h"
 
 static clmad_status copy_tensor(clmad_context *ctx, clmad_tensor *src, clmad_tensor **out)
 {
@@ -99,13 +100,18 @@ static clmad_status backward_pass(clmad_context *ctx, clmad_tensor *loss, clmad_
 clmad_status clmad_backward(clmad_context *ctx, clmad_tensor *loss, clmad_tensor *seed)
 {
     /* Held tensors stay held: no node reads them but the fused losses,
-     * which never do (held.h); every other consumer wrote them. */
+     * which never do (held.h), and recomputing broadcasts, which write
+     * their held inputs first (broadcast/node.c); every other consumer
+     * wrote them. The seed is read here: written first. */
     CLMAD_GUARD_HOLDING(ctx, "clmad_backward");
     /* The gradients and adjoints backward makes are clmad's own, not the
      * caller's: no scope may release them. */
+    clmad_status st = seed && ctx && seed->ctx == ctx ? clmad__tensor_ready(seed) : CLMAD_OK;
+    if (st != CLMAD_OK)
+        return st;
     if (ctx)
         clmad__scope_pause(ctx);
-    clmad_status st = backward_pass(ctx, loss, seed);
+    st = backward_pass(ctx, loss, seed);
     if (ctx)
         clmad__scope_resume(ctx);
     return st;

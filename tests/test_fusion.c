@@ -39,20 +39,44 @@ static const char *SOURCE =
 enum form {
     DOT, DOT_SWAPPED, SUM, SUM_KEEPDIMS, MEAN,
     /* a stage z between y and the loss: */
-    SUM_MUL, SUM_MUL_SWAPPED, MEAN_MUL, SUM_DIV, SUM_SUB_SWAPPED, SUM_ADD_SCALAR, MEAN_MUL_SCALAR, N_FORMS
+    SUM_MUL, SUM_MUL_SWAPPED, MEAN_MUL, SUM_DIV, SUM_SUB_SWAPPED, SUM_ADD_SCALAR, MEAN_MUL_SCALAR,
+    /* chains of stages: */
+    SUM_ADD_MUL, MEAN_SQUARED_ERROR, SUM_EXP_NEG, SUM_FIVE_NEGS, N_FORMS
 };
 enum hazard { NONE, READ_Y, READ_Y_FIRST, SEED, RETAIN, GRAD_PRESENT, Y_USED_TWICE, RELEASE_Y, LOSS_USED, Z_USED };
 static const char *FORMS[] = {"dot(y, w)", "dot(w, y)", "sum(y)", "sum(y, keepdims)", "mean(y)", "sum(y * w)",
                               "sum(w * y)", "mean(y * w)", "sum(y / w)", "sum(w - y)", "sum(y + 0.5)",
-                              "mean(y * -3)"};
+                              "mean(y * -3)", "sum((y + 0.5) * w)", "mean((y - w) ^ 2)", "sum(exp(-y))",
+                              "sum(-(-(-(-(-y)))))"};
 static const char *HAZARDS[] = {"none", "read y", "read y first", "seed", "retain", "grad present",
                                 "y used twice", "release y", "loss used", "z used"};
 
-/* z = the stage of form f over y (NULL: none). */
+/* z = the stage (or chain of them) of form f over y (NULL: none); the
+ * chain's intermediates are released at once (the tape keeps them). */
 static clmad_tensor *stage(clmad_context *ctx, int f, clmad_tensor *y, clmad_tensor *w)
 {
-    clmad_tensor *z = NULL;
+    clmad_tensor *z = NULL, *t = NULL;
     switch (f) {
+    case SUM_ADD_MUL:
+        CHECK_OK(ctx, clmad_add_scalar(ctx, y, 0.5, &t));
+        CHECK_OK(ctx, clmad_mul(ctx, t, w, &z));
+        break;
+    case MEAN_SQUARED_ERROR:
+        CHECK_OK(ctx, clmad_sub(ctx, y, w, &t));
+        CHECK_OK(ctx, clmad_pow_scalar(ctx, t, 2.0, &z));
+        break;
+    case SUM_EXP_NEG:
+        CHECK_OK(ctx, clmad_neg(ctx, y, &t));
+        CHECK_OK(ctx, clmad_exp(ctx, t, &z));
+        break;
+    case SUM_FIVE_NEGS: /* one more than a loss kernel takes: the first is its broadcast */
+        CHECK_OK(ctx, clmad_neg(ctx, y, &z));
+        for (int i = 0; i < 4; i++) {
+            clmad_tensor_release(t);
+            t = z;
+            CHECK_OK(ctx, clmad_neg(ctx, t, &z));
+        }
+        break;
     case SUM_MUL:
     case MEAN_MUL: CHECK_OK(ctx, clmad_mul(ctx, y, w, &z)); break;
     case SUM_MUL_SWAPPED: CHECK_OK(ctx, clmad_mul(ctx, w, y, &z)); break;
@@ -62,6 +86,7 @@ static clmad_tensor *stage(clmad_context *ctx, int f, clmad_tensor *y, clmad_ten
     case MEAN_MUL_SCALAR: CHECK_OK(ctx, clmad_mul_scalar(ctx, y, -3.0, &z)); break;
     default: break;
     }
+    clmad_tensor_release(t);
     return z;
 }
 
@@ -153,7 +178,8 @@ static void run(clmad_context *ctx, const program *p, results *r)
         case DOT_SWAPPED: CHECK_OK(ctx, clmad_dot(ctx, w, y, &loss)); break;
         case MEAN:
         case MEAN_MUL:
-        case MEAN_MUL_SCALAR: CHECK_OK(ctx, clmad_mean(ctx, x, axes_all, NULL, 0, &loss)); break;
+        case MEAN_MUL_SCALAR:
+        case MEAN_SQUARED_ERROR: CHECK_OK(ctx, clmad_mean(ctx, x, axes_all, NULL, 0, &loss)); break;
         default: CHECK_OK(ctx, clmad_sum(ctx, x, axes_all, NULL, p->form == SUM_KEEPDIMS, &loss));
         }
         keep(ctx, r, loss);
@@ -383,6 +409,9 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
         check_passes(MEAN_MUL, 5);
         check_passes(MEAN, 4);
         check_passes(SUM_ADD_SCALAR, 4);
+        check_passes(SUM_ADD_MUL, 5);
+        check_passes(MEAN_SQUARED_ERROR, 5);
+        check_passes(SUM_EXP_NEG, 4);
     }
     for (size_t s = 0; s < n; s++)
         for (int form = DOT; form < N_FORMS; form++)
@@ -393,9 +422,9 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
                              pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE};
                 check(&p);
             }
-    static const int hazard_forms[] = {DOT, SUM, MEAN, SUM_MUL, MEAN_MUL_SCALAR};
+    static const int hazard_forms[] = {DOT, SUM, MEAN, SUM_MUL, MEAN_MUL_SCALAR, MEAN_SQUARED_ERROR};
     for (int hazard = READ_Y; hazard <= Z_USED; hazard++)
-        for (int f = 0; f < 5; f++)
+        for (int f = 0; f < 6; f++)
             for (int pol = 0; pol < 2; pol++) {
                 int form = hazard_forms[f];
                 program p = {CLMAD_F32, 3, 33, form, hazard, pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE};

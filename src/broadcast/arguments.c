@@ -57,8 +57,11 @@ int clmad__kernel_arguments(const clmad_variant *v, clmad_kernel_arg *args)
     } else if (v->mode == CLMAD_MODE_LOSS) {
         args[n++] = arg(CLMAD_ARG_PARTS, 0, 0, 0, 0);
         args[n++] = arg(CLMAD_ARG_SUMS, 0, 0, 0, 0);
-        if (v->loss_weighted || v->loss_stage)
+        if (v->loss_weighted)
             args[n++] = arg(CLMAD_ARG_WEIGHT, 0, 0, 0, 0);
+        for (int s = 0; s < v->loss_stages; s++)
+            if (v->loss_stage[s] < CLMAD_STAGE_NEG)
+                args[n++] = arg(CLMAD_ARG_WEIGHT, 0, s, 0, 0);
         if (v->loss_adj)
             args[n++] = arg(CLMAD_ARG_LOSS_ADJ, 0, 0, 0, 0);
         for (int s = 0; s < v->K; s++)
@@ -135,7 +138,7 @@ static const struct {
     [CLMAD_ARG_DIVISOR] = {", ulong clmad__div%d", "d"},
     [CLMAD_ARG_PARTS] = {", ulong clmad__parts", ""},
     [CLMAD_ARG_SUMS] = {",\n    __global real *restrict clmad__sums", ""},
-    [CLMAD_ARG_WEIGHT] = {",\n    __global const real *restrict clmad__w", ""},
+    [CLMAD_ARG_WEIGHT] = {",\n    __global const real *restrict clmad__w%d", "s"},
     [CLMAD_ARG_LOSS_ADJ] = {", const real clmad__A", ""},
 };
 

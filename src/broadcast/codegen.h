@@ -7,6 +7,9 @@
 #include "broadcast/plan.h"
 #include "base/strbuf.h"
 
+/* Most builtins a loss kernel applies between a broadcast and the sum. */
+#define CLMAD_MAX_LOSS_STAGES 4
+
 typedef enum clmad_mode {
     CLMAD_MODE_PRIMAL = 'V',    /* values only (T = real) */
     CLMAD_MODE_PARTIALS = 'P',  /* values + the partials of this chunk's inputs */
@@ -69,12 +72,14 @@ typedef struct clmad_variant {
                                            lanes (runtime/reduce.c on CPUs), else interleaved */
     int loss_raw;                       /* gradient = the partial itself (a stored partial
                                            taken whole, node.c), else adjoint_times(1 or w, it) */
-    int loss_stage;                     /* a builtin between y and the sum, z = op(y, w) or
-                                           op(w, y) (CLMAD_STAGE_*); 0: none */
-    int loss_stage_y;                   /* stage: y's operand, 0 or 1 */
-    int loss_stage_raw;                 /* stage: y's adjoint is the stage's partial itself (its
+    int loss_stages;                    /* builtins between y and the sum, applied in order:
+                                           z_i = op_i(z_i-1) or op_i(z_i-1, w_i) or op_i(w_i, z_i-1),
+                                           z_0 = y (at most CLMAD_MAX_LOSS_STAGES) */
+    char loss_stage[CLMAD_MAX_LOSS_STAGES];   /* op_i: CLMAD_STAGE_* */
+    char loss_stage_y[CLMAD_MAX_LOSS_STAGES]; /* binary op_i: z_i-1's operand, 0 or 1 */
+    char loss_weight_scalar[CLMAD_MAX_LOSS_STAGES]; /* w_i is one value (0-d), read at 0 */
+    int loss_stage_raw;                 /* the last stage's partial is z's adjoint itself (its
                                            STORE node's, taken whole), else adjoint_times(A, it) */
-    int loss_weight_scalar;             /* w is one value (a 0-d stage operand), read at 0 */
     int loss_adj;                       /* A, the adjoint of each summed value, is the argument
                                            LOSS_ADJ (clmad_mean's 1/n), else exactly 1 */
     int loss_lanes;                     /* interleaved: work-items per partial sum (> 1: groups
@@ -86,8 +91,13 @@ typedef struct clmad_variant {
 enum { CLMAD_LOSS_GROUP_PARTS = 32 };
 
 /* The builtins a loss kernel applies between y and the sum (loss_stage),
- * each a call of its cl/clmad_ad.clh function as the builtin's source is. */
-enum { CLMAD_STAGE_NONE, CLMAD_STAGE_ADD, CLMAD_STAGE_SUB, CLMAD_STAGE_MUL, CLMAD_STAGE_DIV };
+ * each a call of its cl/clmad_ad.clh function as the builtin's source is;
+ * from CLMAD_STAGE_NEG on, of one operand. */
+enum {
+    CLMAD_STAGE_NONE, CLMAD_STAGE_ADD, CLMAD_STAGE_SUB, CLMAD_STAGE_MUL, CLMAD_STAGE_DIV, CLMAD_STAGE_POW,
+    CLMAD_STAGE_NEG, CLMAD_STAGE_EXP, CLMAD_STAGE_LOG, CLMAD_STAGE_TANH, CLMAD_STAGE_SIGMOID, CLMAD_STAGE_RELU,
+    CLMAD_STAGE_SQRT
+};
 
 /* The arguments of a generated kernel, in order: the one contract between
  * the signature codegen writes (clmad__emit_signature) and the arguments
@@ -100,8 +110,8 @@ enum { CLMAD_STAGE_NONE, CLMAD_STAGE_ADD, CLMAD_STAGE_SUB, CLMAD_STAGE_MUL, CLMA
  *   VJP and STORED: ADJ o for the outputs in adj_mask, each followed by its
  *     ADJ_SCALE where adj_scaled has its bit;  GRAD s;  VJP: INPUT j;
  *     STORED: STORED o s for the outputs in adj_mask (no inputs);
- *   LOSS: PARTS, SUMS, WEIGHT when loss_weighted or loss_stage, LOSS_ADJ when
- *     loss_adj, GRAD s, INPUT j;
+ *   LOSS: PARTS, SUMS, WEIGHT 0 when loss_weighted, WEIGHT s for each stage s
+ *     of two operands, LOSS_ADJ when loss_adj, GRAD s, INPUT j;
  *   when any input is strided: DIM d, then per strided input STRIDE j d,
  *     then with div_by_mul DIVISOR d for d = 1 .. nd - 1. */
 typedef enum clmad_arg_kind {
@@ -121,7 +131,8 @@ typedef enum clmad_arg_kind {
     CLMAD_ARG_DIVISOR,     /* ulong: clmad__divisor_magic of collapsed dimension d */
     CLMAD_ARG_PARTS,       /* LOSS, ulong: work-items, each one partial sum */
     CLMAD_ARG_SUMS,        /* LOSS: the partial sums (written) */
-    CLMAD_ARG_WEIGHT,      /* LOSS: w, read at the element index (or at 0: loss_weight_scalar) */
+    CLMAD_ARG_WEIGHT,      /* LOSS: w (dot's, or stage s's), read at the element index (or at 0:
+                              loss_weight_scalar) */
     CLMAD_ARG_LOSS_ADJ     /* LOSS, real: the adjoint of each summed value */
 } clmad_arg_kind;
 

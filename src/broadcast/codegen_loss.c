@@ -15,23 +15,43 @@
 
 /* The stages' functions, as the builtins' sources call them (ops/builtins.h). */
 static const char *const STAGE_FN[] = {
-    [CLMAD_STAGE_ADD] = "ad_add", [CLMAD_STAGE_SUB] = "ad_sub",
-    [CLMAD_STAGE_MUL] = "ad_mul", [CLMAD_STAGE_DIV] = "ad_div"};
+    [CLMAD_STAGE_ADD] = "ad_add",   [CLMAD_STAGE_SUB] = "ad_sub",         [CLMAD_STAGE_MUL] = "ad_mul",
+    [CLMAD_STAGE_DIV] = "ad_div",   [CLMAD_STAGE_POW] = "ad_pow",         [CLMAD_STAGE_NEG] = "ad_neg",
+    [CLMAD_STAGE_EXP] = "ad_exp",   [CLMAD_STAGE_LOG] = "ad_log",         [CLMAD_STAGE_TANH] = "ad_tanh",
+    [CLMAD_STAGE_SIGMOID] = "ad_sigmoid", [CLMAD_STAGE_RELU] = "ad_relu", [CLMAD_STAGE_SQRT] = "ad_sqrt"};
 
-/* A stage z = op(y, w) (or op(w, y)): its value is the term, and y's
- * adjoint is its partial in y, slot 0 of a dual seeded as the builtin's own
- * kernel seeds its one active input (w a constant), times A as its VJP and
- * STORED kernels form it, or taken whole as its STORE node takes it. */
-static void emit_stage(clmad_strbuf *sb, const clmad_variant *v, const char *A)
+/* The stages z_i = op_i(z_i-1, w_i) (or op_i(w_i, z_i-1), op_i(z_i-1)) from
+ * z_0 = y: each a dual seeded as the builtin's own kernel seeds its one
+ * active input (w_i a constant), whose value goes on and whose partial P_i
+ * is kept; the last value is the term. Then z_i-1's adjoint, as backward
+ * forms it from the sum's: the last stage's partial times A as its VJP and
+ * STORED kernels form it (or taken whole, as its STORE node takes it under
+ * an adjoint of 1), each earlier one times the adjoint that came down. */
+static void emit_stages(clmad_strbuf *sb, const clmad_variant *v, const char *A)
 {
-    clmad__sb_printf(sb, "    const real clmad__wv = clmad__w[%s];\n", v->loss_weight_scalar ? "0" : "clmad__e");
-    const char *y = "clmad__seed0(clmad__y)", *w = "clmad__const(clmad__wv)";
-    clmad__sb_printf(sb, "    const T clmad__z = %s(%s, %s);\n    clmad__term = clmad__val(clmad__z);\n",
-                     STAGE_FN[v->loss_stage], v->loss_stage_y ? w : y, v->loss_stage_y ? y : w);
+    const int S = v->loss_stages;
+    clmad__sb_append(sb, "    real clmad__v = clmad__y;\n");
+    for (int i = 0; i < S; i++) {
+        const char *fn = STAGE_FN[(int)v->loss_stage[i]];
+        if (v->loss_stage[i] >= CLMAD_STAGE_NEG) {
+            clmad__sb_printf(sb, "    const T clmad__z%d = %s(clmad__seed0(clmad__v));\n", i, fn);
+        } else {
+            const char *at = v->loss_weight_scalar[i] ? "0" : "clmad__e";
+            clmad__sb_printf(sb, "    const T clmad__z%d = %s(", i, fn);
+            if (v->loss_stage_y[i])
+                clmad__sb_printf(sb, "clmad__const(clmad__w%d[%s]), clmad__seed0(clmad__v));\n", i, at);
+            else
+                clmad__sb_printf(sb, "clmad__seed0(clmad__v), clmad__const(clmad__w%d[%s]));\n", i, at);
+        }
+        clmad__sb_printf(sb, "    clmad__v = clmad__val(clmad__z%d);\n", i);
+    }
+    clmad__sb_append(sb, "    clmad__term = clmad__v;\n");
     if (v->loss_stage_raw)
-        clmad__sb_append(sb, "    const real clmad__ay = clmad__d0(clmad__z);\n");
+        clmad__sb_printf(sb, "    real clmad__ay = clmad__d0(clmad__z%d);\n", S - 1);
     else
-        clmad__sb_printf(sb, "    const real clmad__ay = clmad__adjoint_times(%s, clmad__d0(clmad__z));\n", A);
+        clmad__sb_printf(sb, "    real clmad__ay = clmad__adjoint_times(%s, clmad__d0(clmad__z%d));\n", A, S - 1);
+    for (int i = S - 2; i >= 0; i--)
+        clmad__sb_printf(sb, "    clmad__ay = clmad__adjoint_times(clmad__ay, clmad__d0(clmad__z%d));\n", i);
 }
 
 /* One element: the duals, the term added to the sum, the gradients. */
@@ -42,12 +62,12 @@ static void emit_loss_element(clmad_strbuf *sb, const clmad_variant *v)
     clmad__sb_append(sb, "    const real clmad__y = clmad__val(clmad__b0);\n");
     /* The adjoint of each summed value: clmad_sum's seed, or clmad_mean's 1/n. */
     const char *A = v->loss_adj ? "clmad__A" : "(real)1", *adj = A;
-    if (v->loss_stage) {
-        emit_stage(sb, v, A);
+    if (v->loss_stages) {
+        emit_stages(sb, v, A);
         adj = "clmad__ay";
     } else if (v->loss_weighted) {
         /* As clmad_dot_parts: the product rounded, then added. */
-        clmad__sb_append(sb, "    const real clmad__wv = clmad__w[clmad__e];\n"
+        clmad__sb_append(sb, "    const real clmad__wv = clmad__w0[clmad__e];\n"
                              "    clmad__term = clmad__y * clmad__wv;\n");
         adj = "clmad__wv";
     } else {

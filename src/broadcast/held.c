@@ -160,13 +160,19 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const 
     broadcast_node(ctx, y, &mask);
     clmad_variant v;
     clmad__bcast_variant(k, &plan, y->dtype, CLMAD_MODE_LOSS, &v);
-    v.loss_weighted = form->w && !form->stage;
+    v.loss_weighted = form->w != NULL;
     v.loss_ranges = ranges;
     v.loss_raw = form->raw;
-    v.loss_stage = form->stage;
-    v.loss_stage_y = form->stage_y;
+    v.loss_stages = form->n_stages;
+    clmad_tensor *weights[CLMAD_MAX_LOSS_STAGES] = {form->w};
+    for (int s = 0; s < form->n_stages; s++) {
+        v.loss_stage[s] = (char)form->stage[s];
+        v.loss_stage_y[s] = (char)form->stage_y[s];
+        v.loss_weight_scalar[s] = form->stage_w[s] && !clmad__same_shape(form->stage_w[s], y);
+        if (form->stage_w[s])
+            weights[s] = form->stage_w[s];
+    }
     v.loss_stage_raw = form->stage_raw;
-    v.loss_weight_scalar = form->w && !clmad__same_shape(form->w, y);
     v.loss_adj = form->adj != 1.0;
     v.loss_lanes = ranges ? 1 : ctx->loss_lanes;
     clmad__scope_pause(ctx); /* the gradients are clmad's until backward hands them on */
@@ -183,7 +189,7 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const 
     clmad__scope_resume(ctx);
     v.K = g->n;
     if (st == CLMAD_OK) {
-        clmad_launch_args a = {.derivs = g->grad, .inputs = h->inputs, .sums = sums, .weight = form->w,
+        clmad_launch_args a = {.derivs = g->grad, .inputs = h->inputs, .sums = sums, .weights = weights,
                                .loss_adj = form->adj, .parts = parts};
         st = clmad__bcast_launch(k, &v, &plan, &a);
     }
@@ -194,7 +200,7 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const 
         return st;
     }
     h->read_by_loss = 1;
-    if (form->z)
-        ((bcast_held *)form->z->held)->read_by_loss = 1;
+    for (int s = 0; s < form->n_stages; s++)
+        ((bcast_held *)form->z[s]->held)->read_by_loss = 1;
     return CLMAD_OK;
 }

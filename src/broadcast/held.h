@@ -5,6 +5,7 @@
 #ifndef CLMAD_BROADCAST_HELD_H
 #define CLMAD_BROADCAST_HELD_H
 
+#include "broadcast/codegen.h"
 #include "broadcast/kernel.h"
 #include "runtime/held.h"
 
@@ -33,16 +34,19 @@ int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor 
  * its kernel and *inputs its inputs (borrowed). */
 int clmad__bcast_held_call(const clmad_tensor *t, clmad_kernel **k, clmad_tensor *const **inputs);
 
-/* What a loss kernel sums over held y: y (w NULL), y * w (clmad_dot), or
- * z = op(y, w) of a builtin stage (z the stage's held output; op(w, y)
- * when stage_y is 1), each value with adjoint 1 or adj's one element. */
+/* What a loss kernel sums over held y: y, y * w (clmad_dot), or the last
+ * of a chain of builtin stages z_i = op_i(z_i-1, w_i) (op_i(w_i, z_i-1)
+ * when stage_y[i] is 1, op_i(z_i-1) for one operand) from z_0 = y, each
+ * summed value with adjoint 1 or `adj`. */
 typedef struct clmad_loss_form {
-    clmad_tensor *w;       /* dot's w or the stage's other operand (0-d allowed there) */
-    int stage, stage_y;    /* CLMAD_STAGE_* (codegen.h), 0: none; y's operand */
-    clmad_tensor *z;       /* stage: its output, held, read by this loss from now on */
+    clmad_tensor *w;       /* dot's w, else NULL */
+    int n_stages;          /* 0 to CLMAD_MAX_LOSS_STAGES (codegen.h) */
+    int stage[CLMAD_MAX_LOSS_STAGES], stage_y[CLMAD_MAX_LOSS_STAGES]; /* CLMAD_STAGE_*; z_i-1's operand */
+    clmad_tensor *stage_w[CLMAD_MAX_LOSS_STAGES]; /* w_i: y's shape or 0-d; NULL for one operand */
+    clmad_tensor *z[CLMAD_MAX_LOSS_STAGES];       /* z_i, held, read by this loss from now on */
     double adj;            /* clmad_mean's 1/n as its backward makes it (a `real`), or 1 */
     int raw;               /* no stage, no w, adjoint 1: the partials are the gradients */
-    int stage_raw;         /* stage, adjoint 1: its partial is y's adjoint (STORE) */
+    int stage_raw;         /* adjoint 1: the last stage's partial is z's adjoint (STORE) */
 } clmad_loss_form;
 
 /* Runs the loss kernel over held y (clmad__bcast_loss_fusible): sums gets

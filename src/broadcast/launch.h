@@ -19,7 +19,7 @@ typedef struct clmad_launch_args {
     clmad_tensor **out_tangents;   /* SECOND: n_outputs tangents of the values */
     clmad_tensor **deriv_tangents; /* SECOND: n_outputs * K, the partials' directional derivatives */
     clmad_tensor *sums;            /* LOSS: `parts` partial sums (derivs: the K gradients) */
-    clmad_tensor *weight;          /* LOSS with loss_weighted or loss_stage: w */
+    clmad_tensor *const *weights;  /* LOSS: WEIGHT s's tensor (dot's w: 0) */
     double loss_adj;               /* LOSS with loss_adj: the adjoint A, as a `real` */
     size_t parts;                  /* LOSS: work-items */
 } clmad_launch_args;

@@ -51,6 +51,14 @@ static int stage_of(clmad_builtin_id id)
     case CLMAD_BUILTIN_SUB: return CLMAD_STAGE_SUB;
     case CLMAD_BUILTIN_MUL: return CLMAD_STAGE_MUL;
     case CLMAD_BUILTIN_DIV: return CLMAD_STAGE_DIV;
+    case CLMAD_BUILTIN_POW: return CLMAD_STAGE_POW;
+    case CLMAD_BUILTIN_NEG: return CLMAD_STAGE_NEG;
+    case CLMAD_BUILTIN_EXP: return CLMAD_STAGE_EXP;
+    case CLMAD_BUILTIN_LOG: return CLMAD_STAGE_LOG;
+    case CLMAD_BUILTIN_TANH: return CLMAD_STAGE_TANH;
+    case CLMAD_BUILTIN_SIGMOID: return CLMAD_STAGE_SIGMOID;
+    case CLMAD_BUILTIN_RELU: return CLMAD_STAGE_RELU;
+    case CLMAD_BUILTIN_SQRT: return CLMAD_STAGE_SQRT;
     default: return CLMAD_STAGE_NONE;
     }
 }
@@ -64,12 +72,18 @@ int clmad__builtin_stage(const clmad_context *ctx, const clmad_kernel *k)
 }
 
 /* 1 if builtin id over inputs may be held as a loss's stage: it is one
- * (stage_of), one input is a held broadcast a loss may fuse, the other of
- * its shape or 0-d and needing no gradient. clmad_sum or clmad_mean over
- * it then fuse it (ops/fused_loss.c); any other use writes both. */
+ * (stage_of), one input is a held broadcast a loss may fuse (a stage
+ * too), the other (if any) of its shape or 0-d and needing no gradient.
+ * clmad_sum or clmad_mean over it then fuse it (ops/fused_loss.c); any
+ * other use writes them. */
 static int holds_stage(clmad_context *ctx, clmad_builtin_id id, clmad_tensor *const *inputs)
 {
-    if (!stage_of(id) || !inputs || !inputs[0] || !inputs[1] || inputs[0]->ctx != ctx || inputs[1]->ctx != ctx)
+    const int stage = stage_of(id);
+    if (!stage || !inputs || !inputs[0] || inputs[0]->ctx != ctx)
+        return 0;
+    if (stage >= CLMAD_STAGE_NEG)
+        return clmad__bcast_loss_fusible(ctx, inputs[0], NULL, 0);
+    if (!inputs[1] || inputs[1]->ctx != ctx)
         return 0;
     return clmad__bcast_loss_fusible(ctx, inputs[0], inputs[1], 1) ||
            clmad__bcast_loss_fusible(ctx, inputs[1], inputs[0], 1);

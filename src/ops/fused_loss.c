@@ -22,8 +22,9 @@
 
 struct clmad_fused_loss {
     int raw;                /* the gradients are a STORE node's partials taken whole */
-    int stage_y;            /* -1, or the loss's input is a stage whose operand stage_y is y */
-    int stage_raw;          /* the stage's partial was taken whole (its node's STORE) */
+    int n_stages;           /* builtins between y and the loss's input (the last of them) */
+    int stage_y[CLMAD_MAX_LOSS_STAGES]; /* stage i's operand that the one below it gave */
+    int stage_raw;          /* the last stage's partial was taken whole (its node's STORE) */
     clmad_loss_grads g;     /* n = 0 once used or released */
 };
 
@@ -77,27 +78,48 @@ static clmad_status loss_value(clmad_context *ctx, clmad_tensor *y, const clmad_
     return st;
 }
 
-/* *form for a loss over z, when z is a held stage op(y, w) or op(w, y)
- * over a held broadcast y (ops/elementwise.c holds it): *y set. */
-static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_loss_form *form, clmad_tensor **y)
+/* The stage z is, when z is a held builtin of ctx (ops/elementwise.c held
+ * it) over a held broadcast a loss may fuse, *below, at operand *pos, the
+ * other operand (*w) of its shape or 0-d and needing no gradient. */
+static int stage_under(clmad_context *ctx, clmad_tensor *z, int *stage, int *pos, clmad_tensor **below,
+                    clmad_tensor **w)
 {
     clmad_kernel *k;
     clmad_tensor *const *in;
     if (!clmad__bcast_held_call(z, &k, &in) || !clmad__bcast_loss_fusible(ctx, z, NULL, 0))
         return 0;
-    int stage = clmad__builtin_stage(ctx, k);
-    for (int pos = 0; stage && pos < 2; pos++)
-        if (clmad__bcast_loss_fusible(ctx, in[pos], in[1 - pos], 1)) {
-            form->stage = stage;
-            form->stage_y = pos;
-            form->w = in[1 - pos];
-            form->z = z;
-            /* as node.c's take_partial: the stage's adjoint is clmad_sum's seed */
-            form->stage_raw = scale == 1.0 && !ctx->tape.retain && clmad__bcast_node_wants_partials(z->node);
-            *y = in[pos];
+    *stage = clmad__builtin_stage(ctx, k);
+    if (*stage >= CLMAD_STAGE_NEG) {
+        *pos = 0, *below = in[0], *w = NULL;
+        return clmad__bcast_loss_fusible(ctx, in[0], NULL, 0);
+    }
+    for (*pos = 0; *stage && *pos < 2; ++*pos)
+        if (clmad__bcast_loss_fusible(ctx, in[*pos], in[1 - *pos], 1)) {
+            *below = in[*pos], *w = in[1 - *pos];
             return 1;
         }
     return 0;
+}
+
+/* *form for a loss over z, when z is the last of a chain of held stages
+ * (at most CLMAD_MAX_LOSS_STAGES) over a held broadcast *y. */
+static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_loss_form *form, clmad_tensor **y)
+{
+    int n = 0, stage[CLMAD_MAX_LOSS_STAGES], pos[CLMAD_MAX_LOSS_STAGES];
+    clmad_tensor *cur = z, *below, *w[CLMAD_MAX_LOSS_STAGES], *zs[CLMAD_MAX_LOSS_STAGES];
+    while (n < CLMAD_MAX_LOSS_STAGES && stage_under(ctx, cur, &stage[n], &pos[n], &below, &w[n])) {
+        zs[n++] = cur;
+        cur = below;
+    }
+    form->n_stages = n;
+    for (int i = 0; i < n; i++) { /* found from the loss down, applied from y up */
+        form->stage[i] = stage[n - 1 - i], form->stage_y[i] = pos[n - 1 - i];
+        form->stage_w[i] = w[n - 1 - i], form->z[i] = zs[n - 1 - i];
+    }
+    /* as node.c's take_partial: the last stage's adjoint is clmad_sum's seed */
+    form->stage_raw = n && scale == 1.0 && !ctx->tape.retain && clmad__bcast_node_wants_partials(z->node);
+    *y = cur;
+    return n > 0;
 }
 
 clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, double scale, int out_ndim,
@@ -114,7 +136,9 @@ clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor
         f = calloc(1, sizeof *f);
     if (!f)
         return clmad__flush_held(ctx);
-    f->stage_y = staged ? form.stage_y : -1;
+    f->n_stages = form.n_stages;
+    for (int i = 0; i < form.n_stages; i++)
+        f->stage_y[i] = form.stage_y[i];
     f->stage_raw = form.stage_raw;
     /* A STORE node would hand its partials over whole to an adjoint of 1
      * (node.c's take_partial): so does the loss kernel. */
@@ -135,17 +159,23 @@ clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor
 
 /* The loss kernel's gradients are backward's: its adjoint is clmad_backward's
  * ones (then nothing else reaches y: every path from the loss to y goes
- * through this node), and what raw took for granted still holds. */
-static int grads_usable(clmad_context *ctx, clmad_node *node, clmad_tensor *z, clmad_tensor *y,
-                        const clmad_fused_loss *f)
+ * through this node), nothing else reached the stages either, and what raw
+ * and stage_raw took for granted still holds. *y: the broadcast under the
+ * stages, from the loss's input z. */
+static int grads_usable(clmad_context *ctx, clmad_node *node, clmad_tensor *z, const clmad_fused_loss *f,
+                        clmad_tensor **y)
 {
-    if (!clmad__adjoint_is_seed(ctx, node, 0) || !clmad__needs_grad(ctx, y) || y->node->out_adj[y->out_index])
-        return 0;
-    /* a stage: nothing else reached z either, and what stage_raw took for granted holds */
-    if (z != y && (!clmad__needs_grad(ctx, z) || z->node->out_adj[z->out_index] || (f->stage_raw && ctx->tape.retain)))
+    for (int i = f->n_stages - 1; i >= 0; i--) {
+        if (!clmad__needs_grad(ctx, z) || z->node->out_adj[z->out_index])
+            return 0;
+        z = z->node->inputs[f->stage_y[i]];
+    }
+    *y = z;
+    if (!clmad__adjoint_is_seed(ctx, node, 0) || !clmad__needs_grad(ctx, z) || z->node->out_adj[z->out_index] ||
+        (f->stage_raw && ctx->tape.retain))
         return 0;
     for (int s = 0; f->raw && s < f->g.n; s++) {
-        clmad_tensor **slot = clmad__adjoint_slot(ctx, y->node, f->g.input[s]);
+        clmad_tensor **slot = clmad__adjoint_slot(ctx, z->node, f->g.input[s]);
         if (ctx->tape.retain || (slot && *slot))
             return 0;
     }
@@ -158,8 +188,8 @@ clmad_status clmad__fused_loss_backward(clmad_context *ctx, clmad_node *node, in
     *done = 0;
     if (!f || f->g.n == 0)
         return CLMAD_OK;
-    clmad_tensor *z = node->inputs[y_input], *y = f->stage_y < 0 ? z : z->node->inputs[f->stage_y];
-    if (!grads_usable(ctx, node, z, y, f)) {
+    clmad_tensor *y = NULL;
+    if (!grads_usable(ctx, node, node->inputs[y_input], f, &y)) {
         ctx->stats.fusion_fallbacks++;
         clmad__release_all(f->g.grad, f->g.n);
         f->g.n = 0;

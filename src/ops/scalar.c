@@ -52,7 +52,7 @@ clmad_status clmad_mul_scalar(clmad_context *ctx, clmad_tensor *x, double value,
 
 clmad_status clmad_pow_scalar(clmad_context *ctx, clmad_tensor *x, double value, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_pow_scalar");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_pow_scalar"); /* x ^ value may be a loss's stage (builtin()) */
     return scalar_op(ctx, "clmad_pow_scalar", x, value, clmad_pow, out);
 }
 

@@ -152,6 +152,7 @@ typedef struct program {
     size_t rows, cols;
     int form, hazard;
     clmad_partials_policy policy;
+    int w_grad; /* w (dot's, the stages') needs a gradient too */
 } program;
 
 static void run(clmad_context *ctx, const program *p, results *r)
@@ -162,7 +163,7 @@ static void run(clmad_context *ctx, const program *p, results *r)
     CHECK_OK(ctx, clmad_set_partials_policy(ctx, p->policy));
     CHECK_OK(ctx, clmad_set_retain_tape(ctx, p->hazard == RETAIN));
     clmad_tensor *a = make(ctx, p->dtype, 2, shape, 0, 1), *b = make(ctx, p->dtype, 2, shape, 1, 1);
-    clmad_tensor *c = make(ctx, p->dtype, 2, row, 2, 0), *w = make(ctx, p->dtype, 2, shape, 3, 0);
+    clmad_tensor *c = make(ctx, p->dtype, 2, row, 2, 0), *w = make(ctx, p->dtype, 2, shape, 3, p->w_grad);
     clmad_tensor *in[3] = {a, b, c}, *y, *loss, *other = NULL, *z = NULL;
     clmad_stats s0, s1;
     CHECK_OK(ctx, clmad_context_stats(ctx, &s0));
@@ -220,6 +221,8 @@ static void run(clmad_context *ctx, const program *p, results *r)
     CHECK_OK(ctx, clmad_context_stats(ctx, &s1));
     keep_grad(ctx, r, a);
     keep_grad(ctx, r, b);
+    if (p->w_grad)
+        keep_grad(ctx, r, w);
     clmad_tape_clear(ctx);
     r->stats.fused_losses = s1.fused_losses - s0.fused_losses;
     r->stats.fusion_fallbacks = s1.fusion_fallbacks - s0.fusion_fallbacks;
@@ -269,8 +272,9 @@ static size_t first_difference(const results *a, const results *b, size_t size)
 
 static void check(const program *p)
 {
-    test_set_case("%s %zux%zu %s %s %s: ", p->dtype == CLMAD_F64 ? "f64" : "f32", p->rows, p->cols,
-                  FORMS[p->form], HAZARDS[p->hazard], p->policy == CLMAD_PARTIALS_STORE ? "STORE" : "RECOMPUTE");
+    test_set_case("%s %zux%zu %s%s %s %s: ", p->dtype == CLMAD_F64 ? "f64" : "f32", p->rows, p->cols,
+                  FORMS[p->form], p->w_grad ? " (w needing a gradient)" : "", HAZARDS[p->hazard],
+                  p->policy == CLMAD_PARTIALS_STORE ? "STORE" : "RECOMPUTE");
     results fused = {0}, eager = {0};
     run(on, p, &fused);
     run(off, p, &eager);
@@ -297,11 +301,11 @@ static void check(const program *p)
 /* Passes over memory of a fused loss against eager's, from clmad_stats at
  * 2 x 32771 elements: a, b (and a full w) read, two gradients written; the
  * row input c adds half a pass. The stage forms make the dot's passes. */
-static void check_passes(int form, double expected)
+static void check_passes(int form, double expected, int w_grad)
 {
-    program p = {CLMAD_F32, 2, 32771, form, RELEASE_Y, CLMAD_PARTIALS_STORE};
+    program p = {CLMAD_F32, 2, 32771, form, RELEASE_Y, CLMAD_PARTIALS_STORE, w_grad};
     results fused = {0}, eager = {0};
-    test_set_case("passes of %s: ", FORMS[form]);
+    test_set_case("passes of %s%s: ", FORMS[form], w_grad ? ", w needing a gradient" : "");
     run(on, &p, &fused);
     run(off, &p, &eager);
     double n = 2 * 32771.0 * 4, passes = (double)fused.stats.bytes_moved / n, eager_passes = (double)eager.stats.bytes_moved / n;
@@ -327,7 +331,7 @@ static void check_build_failure(void)
     clmad__inject_build_failure(broken, CLMAD_MODE_LOSS);
     static const int forms[] = {DOT, MEAN, SUM_MUL};
     for (int f = 0; f < 3; f++) {
-        program p = {CLMAD_F32, 3, 33, forms[f], GRAD_PRESENT, CLMAD_PARTIALS_STORE};
+        program p = {CLMAD_F32, 3, 33, forms[f], GRAD_PRESENT, CLMAD_PARTIALS_STORE, 0};
         test_set_case("injected build failure, %s: ", FORMS[forms[f]]);
         results fused = {0}, eager = {0};
         run(broken, &p, &fused);
@@ -346,7 +350,7 @@ static void check_build_failure(void)
      * sum(y * w), y no longer fusible, summed its own held product): with
      * the compiler well again, it is still not tried. */
     clmad__inject_build_failure(broken, 0);
-    program p = {CLMAD_F32, 3, 33, SUM_MUL, READ_Y_FIRST, CLMAD_PARTIALS_STORE};
+    program p = {CLMAD_F32, 3, 33, SUM_MUL, READ_Y_FIRST, CLMAD_PARTIALS_STORE, 0};
     test_set_case("after an injected build failure: ");
     results again = {0};
     run(broken, &p, &again);
@@ -381,10 +385,10 @@ static void check_interleaved(void)
         for (size_t s = 0; s < n; s++)
             for (int form = DOT; form < N_FORMS; form += (s == 3 ? 3 : 1)) {
                 program p = {CLMAD_F32, sizes[s][0], sizes[s][1], form, NONE,
-                             form % 2 ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE};
+                             form % 2 ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0};
                 check(&p);
             }
-        program p = {CLMAD_F32, 3, 33, SUM_MUL, SEED, CLMAD_PARTIALS_STORE};
+        program p = {CLMAD_F32, 3, 33, SUM_MUL, SEED, CLMAD_PARTIALS_STORE, 0};
         check(&p);
         clmad_context_release(on);
     }
@@ -404,14 +408,19 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
     static const size_t sizes[][2] = {{1, 1}, {1, 7}, {3, 11}, {5, 13107}, {1024, 1024}};
     const size_t n = n_sizes(5, sizes);
     if (n == 5) {
-        check_passes(DOT, 5);
-        check_passes(SUM_MUL, 5);
-        check_passes(MEAN_MUL, 5);
-        check_passes(MEAN, 4);
-        check_passes(SUM_ADD_SCALAR, 4);
-        check_passes(SUM_ADD_MUL, 5);
-        check_passes(MEAN_SQUARED_ERROR, 5);
-        check_passes(SUM_EXP_NEG, 4);
+        check_passes(DOT, 5, 0);
+        check_passes(SUM_MUL, 5, 0);
+        check_passes(MEAN_MUL, 5, 0);
+        check_passes(MEAN, 4, 0);
+        check_passes(SUM_ADD_SCALAR, 4, 0);
+        check_passes(SUM_ADD_MUL, 5, 0);
+        check_passes(MEAN_SQUARED_ERROR, 5, 0);
+        check_passes(SUM_EXP_NEG, 4, 0);
+        /* w needs a gradient: written too; dot's is y (written), times the
+         * seed into w's gradient in backward as eager does (2 passes) */
+        check_passes(DOT, 8, 1);
+        check_passes(SUM_MUL, 6, 1);
+        check_passes(MEAN_SQUARED_ERROR, 6, 1);
     }
     for (size_t s = 0; s < n; s++)
         for (int form = DOT; form < N_FORMS; form++)
@@ -419,7 +428,7 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
                 if (sizes[s][0] == 1024 && form > MEAN && form != SUM_MUL && form != MEAN_MUL)
                     continue; /* the other stages at the smaller sizes */
                 program p = {CLMAD_F32, sizes[s][0], sizes[s][1], form, NONE,
-                             pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE};
+                             pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0};
                 check(&p);
             }
     static const int hazard_forms[] = {DOT, SUM, MEAN, SUM_MUL, MEAN_MUL_SCALAR, MEAN_SQUARED_ERROR};
@@ -427,14 +436,31 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
         for (int f = 0; f < 6; f++)
             for (int pol = 0; pol < 2; pol++) {
                 int form = hazard_forms[f];
-                program p = {CLMAD_F32, 3, 33, form, hazard, pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE};
+                program p = {CLMAD_F32, 3, 33, form, hazard, pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0};
                 if (hazard == Z_USED && form < SUM_MUL)
                     continue; /* no stage */
                 check(&p);
             }
+    /* w needing a gradient, where w is a tensor of y's shape */
+    static const int w_forms[] = {DOT, DOT_SWAPPED, SUM_MUL, SUM_MUL_SWAPPED, MEAN_MUL, SUM_DIV,
+                                  SUM_SUB_SWAPPED, SUM_ADD_MUL, MEAN_SQUARED_ERROR};
+    for (size_t s = 1; s < n && s < 4; s++)
+        for (int f = 0; f < 9; f++)
+            for (int pol = 0; pol < 2; pol++) {
+                program p = {CLMAD_F32, sizes[s][0], sizes[s][1], w_forms[f], NONE,
+                             pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 1};
+                check(&p);
+            }
+    for (int hazard = READ_Y; hazard <= Z_USED; hazard++)
+        for (int f = 0; f < 3; f++) {
+            program p = {CLMAD_F32, 3, 33, f == 0 ? DOT : f == 1 ? SUM_MUL : MEAN_SQUARED_ERROR, hazard,
+                         hazard % 2 ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 1};
+            if (hazard != Z_USED || p.form != DOT)
+                check(&p);
+        }
     if (test_device_fp64())
         for (int form = DOT; form < N_FORMS; form++) {
-            program p = {CLMAD_F64, 7, 33, form, NONE, form % 2 ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE};
+            program p = {CLMAD_F64, 7, 33, form, NONE, form % 2 ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, 0};
             check(&p);
         }
     check_build_failure();

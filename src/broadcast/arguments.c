@@ -64,6 +64,11 @@ int clmad__kernel_arguments(const clmad_variant *v, clmad_kernel_arg *args)
                 args[n++] = arg(CLMAD_ARG_WEIGHT, 0, s, 0, 0);
         if (v->loss_adj)
             args[n++] = arg(CLMAD_ARG_LOSS_ADJ, 0, 0, 0, 0);
+        if (v->loss_write_y)
+            args[n++] = arg(CLMAD_ARG_VALUE, 0, 0, 0, 0);
+        for (int s = 0; s < v->loss_stages; s++)
+            if (v->loss_stage_wgrad[s])
+                args[n++] = arg(CLMAD_ARG_STAGE_GRAD, 0, s, 0, 0);
         for (int s = 0; s < v->K; s++)
             args[n++] = arg(CLMAD_ARG_GRAD, 0, s, 0, 0);
     } else {
@@ -140,6 +145,7 @@ static const struct {
     [CLMAD_ARG_SUMS] = {",\n    __global real *restrict clmad__sums", ""},
     [CLMAD_ARG_WEIGHT] = {",\n    __global const real *restrict clmad__w%d", "s"},
     [CLMAD_ARG_LOSS_ADJ] = {", const real clmad__A", ""},
+    [CLMAD_ARG_STAGE_GRAD] = {",\n    __global real *restrict clmad__gw%d", "s"},
 };
 
 static int index_of(const clmad_kernel_arg *a, char which)

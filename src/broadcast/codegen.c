@@ -21,11 +21,11 @@ int clmad__variant_equal(const clmad_variant *a, const clmad_variant *b)
         a->row_runs != b->row_runs || a->div_by_mul != b->div_by_mul ||
         a->loss_weighted != b->loss_weighted || a->loss_ranges != b->loss_ranges || a->loss_raw != b->loss_raw ||
         a->loss_stages != b->loss_stages || a->loss_stage_raw != b->loss_stage_raw ||
-        a->loss_adj != b->loss_adj || a->loss_lanes != b->loss_lanes)
+        a->loss_adj != b->loss_adj || a->loss_lanes != b->loss_lanes || a->loss_write_y != b->loss_write_y)
         return 0;
     size_t n = (size_t)a->n_inputs, K = (size_t)a->K, S = (size_t)a->loss_stages;
     if (memcmp(a->loss_stage, b->loss_stage, S) || memcmp(a->loss_stage_y, b->loss_stage_y, S) ||
-        memcmp(a->loss_weight_scalar, b->loss_weight_scalar, S))
+        memcmp(a->loss_weight_scalar, b->loss_weight_scalar, S) || memcmp(a->loss_stage_wgrad, b->loss_stage_wgrad, S))
         return 0;
     return memcmp(a->access, b->access, n) == 0 && memcmp(a->integer, b->integer, n) == 0 &&
            memcmp(a->last_step, b->last_step, n) == 0 &&

@@ -80,6 +80,10 @@ typedef struct clmad_variant {
     char loss_weight_scalar[CLMAD_MAX_LOSS_STAGES]; /* w_i is one value (0-d), read at 0 */
     int loss_stage_raw;                 /* the last stage's partial is z's adjoint itself (its
                                            STORE node's, taken whole), else adjoint_times(A, it) */
+    char loss_stage_wgrad[CLMAD_MAX_LOSS_STAGES]; /* w_i needs a gradient: STAGE_GRAD i gets its
+                                           partial times the adjoint from above (1), or the
+                                           partial itself (2: the last stage's STORE node's) */
+    int loss_write_y;                   /* VALUE 0 gets y (clmad_dot's w needs a gradient: y) */
     int loss_adj;                       /* A, the adjoint of each summed value, is the argument
                                            LOSS_ADJ (clmad_mean's 1/n), else exactly 1 */
     int loss_lanes;                     /* interleaved: work-items per partial sum (> 1: groups
@@ -111,7 +115,8 @@ enum {
  *     ADJ_SCALE where adj_scaled has its bit;  GRAD s;  VJP: INPUT j;
  *     STORED: STORED o s for the outputs in adj_mask (no inputs);
  *   LOSS: PARTS, SUMS, WEIGHT 0 when loss_weighted, WEIGHT s for each stage s
- *     of two operands, LOSS_ADJ when loss_adj, GRAD s, INPUT j;
+ *     of two operands, LOSS_ADJ when loss_adj, VALUE 0 when loss_write_y,
+ *     STAGE_GRAD s where loss_stage_wgrad[s], GRAD s, INPUT j;
  *   when any input is strided: DIM d, then per strided input STRIDE j d,
  *     then with div_by_mul DIVISOR d for d = 1 .. nd - 1. */
 typedef enum clmad_arg_kind {
@@ -133,7 +138,8 @@ typedef enum clmad_arg_kind {
     CLMAD_ARG_SUMS,        /* LOSS: the partial sums (written) */
     CLMAD_ARG_WEIGHT,      /* LOSS: w (dot's, or stage s's), read at the element index (or at 0:
                               loss_weight_scalar) */
-    CLMAD_ARG_LOSS_ADJ     /* LOSS, real: the adjoint of each summed value */
+    CLMAD_ARG_LOSS_ADJ,    /* LOSS, real: the adjoint of each summed value */
+    CLMAD_ARG_STAGE_GRAD   /* LOSS: the gradient of stage s's w (written) */
 } clmad_arg_kind;
 
 typedef struct clmad_kernel_arg {

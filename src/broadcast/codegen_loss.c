@@ -13,6 +13,8 @@
  */
 #include "broadcast/codegen.h"
 
+#include <stdio.h>
+
 /* The stages' functions, as the builtins' sources call them (ops/builtins.h). */
 static const char *const STAGE_FN[] = {
     [CLMAD_STAGE_ADD] = "ad_add",   [CLMAD_STAGE_SUB] = "ad_sub",         [CLMAD_STAGE_MUL] = "ad_mul",
@@ -20,38 +22,55 @@ static const char *const STAGE_FN[] = {
     [CLMAD_STAGE_EXP] = "ad_exp",   [CLMAD_STAGE_LOG] = "ad_log",         [CLMAD_STAGE_TANH] = "ad_tanh",
     [CLMAD_STAGE_SIGMOID] = "ad_sigmoid", [CLMAD_STAGE_RELU] = "ad_relu", [CLMAD_STAGE_SQRT] = "ad_sqrt"};
 
+/* Stage i's dual seeded on its value below (`wrt_w` 0) or on w_i (1), the
+ * other operand a constant, as the builtin's own kernel seeds its active
+ * inputs: each slot of a dual is computed alone, so this slot 0 is that
+ * kernel's slot of the input. */
+static void emit_stage_dual(clmad_strbuf *sb, const clmad_variant *v, int i, int wrt_w)
+{
+    const char *fn = STAGE_FN[(int)v->loss_stage[i]];
+    if (v->loss_stage[i] >= CLMAD_STAGE_NEG) {
+        clmad__sb_printf(sb, "    const T clmad__z%d = %s(clmad__seed0(clmad__v));\n", i, fn);
+        return;
+    }
+    char w[64], value[32];
+    snprintf(w, sizeof w, "clmad__%s(clmad__w%d[%s])", wrt_w ? "seed0" : "const", i,
+             v->loss_weight_scalar[i] ? "0" : "clmad__e");
+    snprintf(value, sizeof value, "clmad__%s(clmad__v)", wrt_w ? "const" : "seed0");
+    clmad__sb_printf(sb, "    const T clmad__z%s%d = %s(%s, %s);\n", wrt_w ? "w" : "", i, fn,
+                     v->loss_stage_y[i] ? w : value, v->loss_stage_y[i] ? value : w);
+}
+
 /* The stages z_i = op_i(z_i-1, w_i) (or op_i(w_i, z_i-1), op_i(z_i-1)) from
- * z_0 = y: each a dual seeded as the builtin's own kernel seeds its one
- * active input (w_i a constant), whose value goes on and whose partial P_i
- * is kept; the last value is the term. Then z_i-1's adjoint, as backward
- * forms it from the sum's: the last stage's partial times A as its VJP and
- * STORED kernels form it (or taken whole, as its STORE node takes it under
- * an adjoint of 1), each earlier one times the adjoint that came down. */
+ * z_0 = y: each a dual whose value goes on and whose partial is kept; the
+ * last value is the term. Then the adjoints come down as backward forms
+ * them from the sum's: at the last stage its partials times A as its VJP
+ * and STORED kernels form them (or taken whole, as its STORE node takes
+ * them under an adjoint of 1), at each earlier one its partials times the
+ * adjoint that came down. A w_i that needs a gradient gets its own. */
 static void emit_stages(clmad_strbuf *sb, const clmad_variant *v, const char *A)
 {
     const int S = v->loss_stages;
     clmad__sb_append(sb, "    real clmad__v = clmad__y;\n");
     for (int i = 0; i < S; i++) {
-        const char *fn = STAGE_FN[(int)v->loss_stage[i]];
-        if (v->loss_stage[i] >= CLMAD_STAGE_NEG) {
-            clmad__sb_printf(sb, "    const T clmad__z%d = %s(clmad__seed0(clmad__v));\n", i, fn);
-        } else {
-            const char *at = v->loss_weight_scalar[i] ? "0" : "clmad__e";
-            clmad__sb_printf(sb, "    const T clmad__z%d = %s(", i, fn);
-            if (v->loss_stage_y[i])
-                clmad__sb_printf(sb, "clmad__const(clmad__w%d[%s]), clmad__seed0(clmad__v));\n", i, at);
-            else
-                clmad__sb_printf(sb, "clmad__seed0(clmad__v), clmad__const(clmad__w%d[%s]));\n", i, at);
-        }
+        emit_stage_dual(sb, v, i, 0);
+        if (v->loss_stage_wgrad[i])
+            emit_stage_dual(sb, v, i, 1);
         clmad__sb_printf(sb, "    clmad__v = clmad__val(clmad__z%d);\n", i);
     }
-    clmad__sb_append(sb, "    clmad__term = clmad__v;\n");
-    if (v->loss_stage_raw)
-        clmad__sb_printf(sb, "    real clmad__ay = clmad__d0(clmad__z%d);\n", S - 1);
-    else
-        clmad__sb_printf(sb, "    real clmad__ay = clmad__adjoint_times(%s, clmad__d0(clmad__z%d));\n", A, S - 1);
-    for (int i = S - 2; i >= 0; i--)
-        clmad__sb_printf(sb, "    clmad__ay = clmad__adjoint_times(clmad__ay, clmad__d0(clmad__z%d));\n", i);
+    clmad__sb_printf(sb, "    clmad__term = clmad__v;\n    real clmad__ay = %s;\n", A);
+    for (int i = S - 1; i >= 0; i--) {
+        const int raw = i == S - 1 && v->loss_stage_raw;
+        if (v->loss_stage_wgrad[i] == 2)
+            clmad__sb_printf(sb, "    clmad__gw%d[clmad__e] = clmad__d0(clmad__zw%d);\n", i, i);
+        else if (v->loss_stage_wgrad[i])
+            clmad__sb_printf(sb, "    clmad__gw%d[clmad__e] = clmad__adjoint_times(clmad__ay, clmad__d0(clmad__zw%d));\n",
+                             i, i);
+        if (raw)
+            clmad__sb_printf(sb, "    clmad__ay = clmad__d0(clmad__z%d);\n", i);
+        else
+            clmad__sb_printf(sb, "    clmad__ay = clmad__adjoint_times(clmad__ay, clmad__d0(clmad__z%d));\n", i);
+    }
 }
 
 /* One element: the duals, the term added to the sum, the gradients. */
@@ -69,6 +88,8 @@ static void emit_loss_element(clmad_strbuf *sb, const clmad_variant *v)
         /* As clmad_dot_parts: the product rounded, then added. */
         clmad__sb_append(sb, "    const real clmad__wv = clmad__w0[clmad__e];\n"
                              "    clmad__term = clmad__y * clmad__wv;\n");
+        if (v->loss_write_y) /* w's gradient is y times the seed: dot.c's backward */
+            clmad__sb_append(sb, "    clmad__y0[clmad__e] = clmad__y;\n");
         adj = "clmad__wv";
     } else {
         clmad__sb_append(sb, "    clmad__term = clmad__y;\n");

@@ -130,7 +130,7 @@ int clmad__bcast_held_call(const clmad_tensor *t, clmad_kernel **k, clmad_tensor
     return 1;
 }
 
-int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, int scalar_ok)
+int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, int flags)
 {
     uint64_t mask;
     clmad_kernel *k;
@@ -140,8 +140,61 @@ int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor 
         return 0;
     if (!w)
         return 1;
-    return !w->held && w->dtype == y->dtype && (clmad__same_shape(w, y) || (scalar_ok && w->ndim == 0)) &&
-           !clmad__needs_grad(ctx, w);
+    if (w->held || w->dtype != y->dtype)
+        return 0;
+    if (!clmad__needs_grad(ctx, w))
+        return clmad__same_shape(w, y) || ((flags & CLMAD_LOSS_W_SCALAR) && w->ndim == 0);
+    for (int j = 0; j < k->n_inputs; j++)
+        if (inputs[j] == w)
+            return 0;
+    return (flags & CLMAD_LOSS_W_GRAD) && clmad__same_shape(w, y);
+}
+
+void clmad__loss_grads_release(clmad_loss_grads *g)
+{
+    clmad__release_all(g->grad, g->n);
+    clmad__release_all(g->stage_grad, CLMAD_MAX_LOSS_STAGES);
+    clmad_tensor_release(g->y_values);
+    g->y_values = NULL;
+    g->n = 0;
+}
+
+/* The LOSS variant of k over plan for form; weights[s]: WEIGHT s's tensor. */
+static void loss_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, clmad_tensor *y,
+                         const clmad_loss_form *form, int ranges, clmad_variant *v, clmad_tensor **weights)
+{
+    clmad__bcast_variant(k, plan, y->dtype, CLMAD_MODE_LOSS, v);
+    v->loss_weighted = form->w != NULL;
+    v->loss_write_y = form->write_y;
+    v->loss_ranges = ranges;
+    v->loss_raw = form->raw;
+    v->loss_stages = form->n_stages;
+    weights[0] = form->w;
+    for (int s = 0; s < form->n_stages; s++) {
+        v->loss_stage[s] = (char)form->stage[s];
+        v->loss_stage_y[s] = (char)form->stage_y[s];
+        v->loss_weight_scalar[s] = form->stage_w[s] && !clmad__same_shape(form->stage_w[s], y);
+        v->loss_stage_wgrad[s] = (char)form->stage_wgrad[s];
+        if (form->stage_w[s])
+            weights[s] = form->stage_w[s];
+    }
+    v->loss_stage_raw = form->stage_raw;
+    v->loss_adj = form->adj != 1.0;
+    v->loss_lanes = ranges ? 1 : y->ctx->loss_lanes;
+}
+
+/* New tensors of y's shape for what the form asks the kernel to write
+ * besides the inputs' gradients. */
+static clmad_status extra_outputs(clmad_context *ctx, clmad_tensor *y, const clmad_loss_form *form,
+                                  clmad_loss_grads *g)
+{
+    clmad_status st = CLMAD_OK;
+    if (form->write_y)
+        st = clmad_tensor_create(ctx, y->dtype, y->ndim, y->shape, NULL, &g->y_values);
+    for (int s = 0; s < form->n_stages && st == CLMAD_OK; s++)
+        if (form->stage_wgrad[s])
+            st = clmad_tensor_create(ctx, y->dtype, y->ndim, y->shape, NULL, &g->stage_grad[s]);
+    return st;
 }
 
 clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const clmad_loss_form *form,
@@ -159,23 +212,10 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const 
     uint64_t mask = 0;
     broadcast_node(ctx, y, &mask);
     clmad_variant v;
-    clmad__bcast_variant(k, &plan, y->dtype, CLMAD_MODE_LOSS, &v);
-    v.loss_weighted = form->w != NULL;
-    v.loss_ranges = ranges;
-    v.loss_raw = form->raw;
-    v.loss_stages = form->n_stages;
-    clmad_tensor *weights[CLMAD_MAX_LOSS_STAGES] = {form->w};
-    for (int s = 0; s < form->n_stages; s++) {
-        v.loss_stage[s] = (char)form->stage[s];
-        v.loss_stage_y[s] = (char)form->stage_y[s];
-        v.loss_weight_scalar[s] = form->stage_w[s] && !clmad__same_shape(form->stage_w[s], y);
-        if (form->stage_w[s])
-            weights[s] = form->stage_w[s];
-    }
-    v.loss_stage_raw = form->stage_raw;
-    v.loss_adj = form->adj != 1.0;
-    v.loss_lanes = ranges ? 1 : ctx->loss_lanes;
+    clmad_tensor *weights[CLMAD_MAX_LOSS_STAGES] = {0};
+    loss_variant(k, &plan, y, form, ranges, &v, weights);
     clmad__scope_pause(ctx); /* the gradients are clmad's until backward hands them on */
+    st = extra_outputs(ctx, y, form, g);
     for (int j = 0; j < k->n_inputs && st == CLMAD_OK; j++) {
         if (!((mask >> j) & 1u))
             continue;
@@ -189,14 +229,14 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const 
     clmad__scope_resume(ctx);
     v.K = g->n;
     if (st == CLMAD_OK) {
-        clmad_launch_args a = {.derivs = g->grad, .inputs = h->inputs, .sums = sums, .weights = weights,
-                               .loss_adj = form->adj, .parts = parts};
+        clmad_launch_args a = {.values = &g->y_values, .derivs = g->grad, .inputs = h->inputs, .sums = sums,
+                               .weights = weights, .stage_grads = g->stage_grad, .loss_adj = form->adj,
+                               .parts = parts};
         st = clmad__bcast_launch(k, &v, &plan, &a);
     }
     if (st != CLMAD_OK) {
         k->loss_failed = st == CLMAD_ERR_BUILD;
-        clmad__release_all(g->grad, g->n);
-        g->n = 0;
+        clmad__loss_grads_release(g);
         return st;
     }
     h->read_by_loss = 1;

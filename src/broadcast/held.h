@@ -18,17 +18,26 @@
 clmad_held *clmad__bcast_held_new(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
                                   const clmad_bcast_plan *plan);
 
-/* The gradients a loss kernel wrote: per input of y's node that needs one. */
+/* The gradients a loss kernel wrote: per input of y's node that needs one,
+ * per stage whose w needs one, and y's values for a clmad_dot's w. */
 typedef struct clmad_loss_grads {
     int n;
     int input[CLMAD_MAX_INPUTS];          /* which input of the node */
     clmad_tensor *grad[CLMAD_MAX_INPUTS]; /* of that input's shape */
+    clmad_tensor *stage_grad[CLMAD_MAX_LOSS_STAGES]; /* w_i's, or NULL */
+    clmad_tensor *y_values;               /* or NULL */
 } clmad_loss_grads;
 
+/* Releases every tensor of g and empties it. */
+void clmad__loss_grads_release(clmad_loss_grads *g);
+
 /* 1 if y is a held broadcast's output on the current tape that no loss
- * kernel has read yet, and w (NULL for a plain sum) has y's shape (or, with
- * scalar_ok, is 0-d) and dtype, needs no gradient and is not held. */
-int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, int scalar_ok);
+ * kernel has read yet, and w (NULL for a plain sum) is not held, has y's
+ * dtype and shape (or is 0-d: CLMAD_LOSS_W_SCALAR) and needs no gradient
+ * (or, with CLMAD_LOSS_W_GRAD, does and has y's shape, and is none of y's
+ * broadcast's inputs: its gradient then has one contribution here). */
+enum { CLMAD_LOSS_W_SCALAR = 1, CLMAD_LOSS_W_GRAD = 2 };
+int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, int flags);
 
 /* 1 if t is a held broadcast's output that no loss kernel has read: *k
  * its kernel and *inputs its inputs (borrowed). */
@@ -47,14 +56,17 @@ typedef struct clmad_loss_form {
     double adj;            /* clmad_mean's 1/n as its backward makes it (a `real`), or 1 */
     int raw;               /* no stage, no w, adjoint 1: the partials are the gradients */
     int stage_raw;         /* adjoint 1: the last stage's partial is z's adjoint (STORE) */
+    int stage_wgrad[CLMAD_MAX_LOSS_STAGES]; /* w_i needs a gradient: 1, or 2 for the last
+                                              stage's partial taken whole (STORE) */
+    int write_y;           /* clmad_dot's w needs a gradient: y's values, kept */
 } clmad_loss_form;
 
 /* Runs the loss kernel over held y (clmad__bcast_loss_fusible): sums gets
  * the `parts` partial sums of the form's values that the first pass of
  * clmad_sum (clmad_dot) makes, ranges as runtime/reduce.c chooses; g the
  * gradients of y's node's inputs for the form's adjoint, formed as
- * backward forms them (the partials themselves when raw). y (and z) stay
- * held. */
+ * backward forms them (the partials themselves when raw), with the stages'
+ * w gradients and y's values the form asks for. y (and z) stay held. */
 clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const clmad_loss_form *form,
                                      clmad_tensor *sums, size_t parts, int ranges, clmad_loss_grads *g);
 

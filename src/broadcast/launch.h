@@ -20,6 +20,7 @@ typedef struct clmad_launch_args {
     clmad_tensor **deriv_tangents; /* SECOND: n_outputs * K, the partials' directional derivatives */
     clmad_tensor *sums;            /* LOSS: `parts` partial sums (derivs: the K gradients) */
     clmad_tensor *const *weights;  /* LOSS: WEIGHT s's tensor (dot's w: 0) */
+    clmad_tensor *const *stage_grads; /* LOSS: STAGE_GRAD s's tensor (values: VALUE 0, y's) */
     double loss_adj;               /* LOSS with loss_adj: the adjoint A, as a `real` */
     size_t parts;                  /* LOSS: work-items */
 } clmad_launch_args;

@@ -23,6 +23,12 @@ static clmad_status dot_backward(clmad_context *ctx, clmad_node *node)
     clmad_status st0 = d ? clmad__fused_loss_backward(ctx, node, d->y_input, d->fused, &done) : CLMAD_OK;
     if (st0 != CLMAD_OK || done)
         return st0;
+    /* Each input's adjoint is the other: a fused operand may still be held
+     * (its loss kernel's gradients were not used, or were used before). */
+    for (int j = 0; j < 2 && st0 == CLMAD_OK; j++)
+        st0 = clmad__tensor_ready(node->inputs[j]);
+    if (st0 != CLMAD_OK)
+        return st0;
     clmad_tensor *s = node->out_adj[0];
     clmad_status st = clmad__give_adjoint(ctx, node, 0, node->inputs[1], s);
     return st == CLMAD_OK ? clmad__give_adjoint(ctx, node, 1, node->inputs[0], s) : st;

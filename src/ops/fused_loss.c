@@ -25,6 +25,7 @@ struct clmad_fused_loss {
     int n_stages;           /* builtins between y and the loss's input (the last of them) */
     int stage_y[CLMAD_MAX_LOSS_STAGES]; /* stage i's operand that the one below it gave */
     int stage_raw;          /* the last stage's partial was taken whole (its node's STORE) */
+    int stage_wgrad[CLMAD_MAX_LOSS_STAGES]; /* as clmad_loss_form's */
     clmad_loss_grads g;     /* n = 0 once used or released */
 };
 
@@ -34,6 +35,9 @@ void clmad__fused_loss_free(clmad_fused_loss *f)
         return;
     for (int s = 0; s < f->g.n; s++)
         clmad__tensor_unref(f->g.grad[s]);
+    for (int s = 0; s < CLMAD_MAX_LOSS_STAGES; s++)
+        clmad__tensor_unref(f->g.stage_grad[s]);
+    clmad__tensor_unref(f->g.y_values);
     free(f);
 }
 
@@ -80,7 +84,7 @@ static clmad_status loss_value(clmad_context *ctx, clmad_tensor *y, const clmad_
 
 /* The stage z is, when z is a held builtin of ctx (ops/elementwise.c held
  * it) over a held broadcast a loss may fuse, *below, at operand *pos, the
- * other operand (*w) of its shape or 0-d and needing no gradient. */
+ * other operand (*w) of its shape or 0-d (when it needs no gradient). */
 static int stage_under(clmad_context *ctx, clmad_tensor *z, int *stage, int *pos, clmad_tensor **below,
                     clmad_tensor **w)
 {
@@ -94,7 +98,7 @@ static int stage_under(clmad_context *ctx, clmad_tensor *z, int *stage, int *pos
         return clmad__bcast_loss_fusible(ctx, in[0], NULL, 0);
     }
     for (*pos = 0; *stage && *pos < 2; ++*pos)
-        if (clmad__bcast_loss_fusible(ctx, in[*pos], in[1 - *pos], 1)) {
+        if (clmad__bcast_loss_fusible(ctx, in[*pos], in[1 - *pos], CLMAD_LOSS_W_SCALAR | CLMAD_LOSS_W_GRAD)) {
             *below = in[*pos], *w = in[1 - *pos];
             return 1;
         }
@@ -116,8 +120,13 @@ static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_l
         form->stage[i] = stage[n - 1 - i], form->stage_y[i] = pos[n - 1 - i];
         form->stage_w[i] = w[n - 1 - i], form->z[i] = zs[n - 1 - i];
     }
-    /* as node.c's take_partial: the last stage's adjoint is clmad_sum's seed */
+    /* as node.c's take_partial: the last stage's adjoint is clmad_sum's seed
+     * (and, for its w, w's slot is empty) */
     form->stage_raw = n && scale == 1.0 && !ctx->tape.retain && clmad__bcast_node_wants_partials(z->node);
+    for (int i = 0; i < n; i++)
+        form->stage_wgrad[i] = form->stage_w[i] && clmad__needs_grad(ctx, form->stage_w[i]);
+    if (n && form->stage_wgrad[n - 1] && form->stage_raw && !*clmad__adjoint_slot(ctx, z->node, 1 - form->stage_y[n - 1]))
+        form->stage_wgrad[n - 1] = 2;
     *y = cur;
     return n > 0;
 }
@@ -132,14 +141,15 @@ clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor
     clmad_tensor *over = y; /* the held broadcast the kernel evaluates */
     int staged = !w && stage_form(ctx, y, scale, &form, &over);
     clmad_fused_loss *f = NULL;
-    if (staged || clmad__bcast_loss_fusible(ctx, y, w, 0))
+    if (staged || clmad__bcast_loss_fusible(ctx, y, w, CLMAD_LOSS_W_GRAD))
         f = calloc(1, sizeof *f);
     if (!f)
         return clmad__flush_held(ctx);
     f->n_stages = form.n_stages;
     for (int i = 0; i < form.n_stages; i++)
-        f->stage_y[i] = form.stage_y[i];
+        f->stage_y[i] = form.stage_y[i], f->stage_wgrad[i] = form.stage_wgrad[i];
     f->stage_raw = form.stage_raw;
+    form.write_y = w && clmad__needs_grad(ctx, w); /* dot's w: its gradient is y */
     /* A STORE node would hand its partials over whole to an adjoint of 1
      * (node.c's take_partial): so does the loss kernel. */
     f->raw = form.raw = !w && !staged && scale == 1.0 && !ctx->tape.retain &&
@@ -161,13 +171,17 @@ clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor
  * ones (then nothing else reaches y: every path from the loss to y goes
  * through this node), nothing else reached the stages either, and what raw
  * and stage_raw took for granted still holds. *y: the broadcast under the
- * stages, from the loss's input z. */
+ * stages, from the loss's input z; stages[i]: stage i's node. */
 static int grads_usable(clmad_context *ctx, clmad_node *node, clmad_tensor *z, const clmad_fused_loss *f,
-                        clmad_tensor **y)
+                        clmad_tensor **y, clmad_node **stages)
 {
     for (int i = f->n_stages - 1; i >= 0; i--) {
         if (!clmad__needs_grad(ctx, z) || z->node->out_adj[z->out_index])
             return 0;
+        clmad_tensor **w_slot = f->stage_wgrad[i] == 2 ? clmad__adjoint_slot(ctx, z->node, 1 - f->stage_y[i]) : NULL;
+        if (f->stage_wgrad[i] == 2 && (ctx->tape.retain || !w_slot || *w_slot))
+            return 0;
+        stages[i] = z->node;
         z = z->node->inputs[f->stage_y[i]];
     }
     *y = z;
@@ -182,6 +196,22 @@ static int grads_usable(clmad_context *ctx, clmad_node *node, clmad_tensor *z, c
     return 1;
 }
 
+/* Hands the gradients of the stages' and clmad_dot's w to their nodes'
+ * inputs, in the order backward would: from the loss down. */
+static clmad_status give_w_gradients(clmad_context *ctx, clmad_node *node, int y_input, clmad_fused_loss *f,
+                                     clmad_node **stages)
+{
+    clmad_status st = CLMAD_OK;
+    for (int i = f->n_stages - 1; i >= 0 && st == CLMAD_OK; i--)
+        if (f->g.stage_grad[i]) {
+            st = clmad__accumulate_input(ctx, stages[i], 1 - f->stage_y[i], f->g.stage_grad[i]);
+            f->g.stage_grad[i] = NULL;
+        }
+    if (st == CLMAD_OK && f->g.y_values) /* as dot.c's backward: w's adjoint is a (= y) times the seed */
+        st = clmad__give_adjoint(ctx, node, 1 - y_input, f->g.y_values, node->out_adj[0]);
+    return st;
+}
+
 clmad_status clmad__fused_loss_backward(clmad_context *ctx, clmad_node *node, int y_input,
                                         clmad_fused_loss *f, int *done)
 {
@@ -189,13 +219,13 @@ clmad_status clmad__fused_loss_backward(clmad_context *ctx, clmad_node *node, in
     if (!f || f->g.n == 0)
         return CLMAD_OK;
     clmad_tensor *y = NULL;
-    if (!grads_usable(ctx, node, node->inputs[y_input], f, &y)) {
+    clmad_node *stages[CLMAD_MAX_LOSS_STAGES];
+    if (!grads_usable(ctx, node, node->inputs[y_input], f, &y, stages)) {
         ctx->stats.fusion_fallbacks++;
-        clmad__release_all(f->g.grad, f->g.n);
-        f->g.n = 0;
+        clmad__loss_grads_release(&f->g);
         return CLMAD_OK;
     }
-    clmad_status st = CLMAD_OK;
+    clmad_status st = give_w_gradients(ctx, node, y_input, f, stages);
     for (int s = 0; s < f->g.n; s++) {
         clmad_tensor *g = f->g.grad[s];
         f->g.grad[s] = NULL;
@@ -204,7 +234,7 @@ clmad_status clmad__fused_loss_backward(clmad_context *ctx, clmad_node *node, in
         else
             clmad_tensor_release(g);
     }
-    f->g.n = 0;
+    clmad__loss_grads_release(&f->g);
     *done = st == CLMAD_OK;
     return st;
 }

@@ -92,9 +92,11 @@ class Scope:
 
 class Context:
     """A clmad context on one device (CLMAD_DEVICE or the first GPU, else the first
-    device, when device is None). Also a context manager that closes it."""
+    device, when device is None). Also a context manager that closes it.
+    fusion=False turns off fusion (CLMAD_PARAM_DISABLE_FUSION, docs/fusion.md):
+    a loss over a kernel's output then runs eagerly, with the same results."""
 
-    def __init__(self, device=None, cache_dir=None, retain_tape=False, chunk_cap=0):
+    def __init__(self, device=None, cache_dir=None, retain_tape=False, chunk_cap=0, fusion=True):
         opt = _lib.Options()
         L.clmad_options_init(byref(opt))
         if device is not None:
@@ -103,6 +105,7 @@ class Context:
             opt.cache_dir = str(cache_dir).encode()
         opt.retain_tape = 1 if retain_tape else 0
         opt.chunk_cap = int(chunk_cap)
+        opt.disable_fusion = 0 if fusion else 1
         h = _lib.ctx_p()
         status = L.clmad_context_create(byref(opt), byref(h))
         if status:

@@ -120,8 +120,8 @@ clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *
         clmad_held *held = clmad__bcast_held_new(ctx, k, inputs, &plan);
         /* A held input (a builtin stage's y: ops/elementwise.c) is written
          * first when this forward runs now. */
-        for (int j = 0; j < k->n_inputs && !held && st == CLMAD_OK; j++)
-            st = clmad__tensor_ready(inputs[j]);
+        if (!held)
+            st = clmad__tensors_ready(inputs, k->n_inputs);
         if (st != CLMAD_OK)
             return st;
         st = clmad__bcast_record(ctx, k, inputs, &plan, held != NULL, outputs);
@@ -132,8 +132,7 @@ clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *
         return st;
     }
     clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0};
-    for (int j = 0; j < k->n_inputs && st == CLMAD_OK; j++)
-        st = clmad__tensor_ready(inputs[j]);
+    st = clmad__tensors_ready(inputs, k->n_inputs);
     if (st == CLMAD_OK)
         st = clmad__bcast_primal(k, &plan, inputs, values);
     if (st != CLMAD_OK)

@@ -48,22 +48,13 @@ static clmad_node *broadcast_node(clmad_context *ctx, clmad_tensor *y, uint64_t 
     return y->node;
 }
 
-/* Runs the held work of h's inputs (a stage's held y: fused_loss.c). */
-static clmad_status inputs_ready(bcast_held *h)
-{
-    clmad_status st = CLMAD_OK;
-    for (int j = 0; j < h->k->n_inputs && st == CLMAD_OK; j++)
-        st = clmad__tensor_ready(h->inputs[j]);
-    return st;
-}
-
 static clmad_status held_run(clmad_held *base, clmad_tensor *y)
 {
     bcast_held *h = (bcast_held *)base;
     clmad_context *ctx = y->ctx;
     clmad_kernel *k = h->k;
     clmad_bcast_plan plan;
-    clmad_status st = inputs_ready(h);
+    clmad_status st = clmad__tensors_ready(h->inputs, h->k->n_inputs); /* a stage's held y */
     if (st == CLMAD_OK)
         st = clmad__plan_broadcast(ctx, k->fn_name, h->inputs, k->n_inputs, &plan);
     uint64_t mask = 0;
@@ -204,7 +195,7 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const 
     clmad_kernel *k = h->k;
     clmad_bcast_plan plan;
     g->n = 0;
-    clmad_status st = inputs_ready(h);
+    clmad_status st = clmad__tensors_ready(h->inputs, h->k->n_inputs);
     if (st == CLMAD_OK)
         st = clmad__plan_broadcast(ctx, k->fn_name, h->inputs, k->n_inputs, &plan);
     if (st != CLMAD_OK)

@@ -189,11 +189,9 @@ static clmad_status bcast_backward(clmad_context *ctx, clmad_node *node)
 {
     bcast_data *d = node->data;
     clmad_bcast_plan plan;
-    clmad_status st = CLMAD_OK;
     /* Recomputing reads the inputs: a fused stage's may still be held
      * (its loss fell back: ops/fused_loss.c). */
-    for (int j = 0; j < node->n_inputs && st == CLMAD_OK && !d->stored; j++)
-        st = clmad__tensor_ready(node->inputs[j]);
+    clmad_status st = d->stored ? CLMAD_OK : clmad__tensors_ready(node->inputs, node->n_inputs);
     if (st == CLMAD_OK)
         st = clmad__plan_broadcast(ctx, node->name, node->inputs, node->n_inputs, &plan);
     if (st != CLMAD_OK || plan.numel == 0)

@@ -25,8 +25,7 @@ static clmad_status dot_backward(clmad_context *ctx, clmad_node *node)
         return st0;
     /* Each input's adjoint is the other: a fused operand may still be held
      * (its loss kernel's gradients were not used, or were used before). */
-    for (int j = 0; j < 2 && st0 == CLMAD_OK; j++)
-        st0 = clmad__tensor_ready(node->inputs[j]);
+    st0 = clmad__tensors_ready(node->inputs, 2);
     if (st0 != CLMAD_OK)
         return st0;
     clmad_tensor *s = node->out_adj[0];

@@ -33,6 +33,14 @@ clmad_status clmad__tensor_ready(clmad_tensor *t)
     return h->run(h, t);
 }
 
+clmad_status clmad__tensors_ready(clmad_tensor *const *ts, int n)
+{
+    clmad_status st = CLMAD_OK;
+    for (int i = 0; i < n && st == CLMAD_OK; i++)
+        st = clmad__tensor_ready(ts[i]);
+    return st;
+}
+
 clmad_status clmad__flush_held(clmad_context *ctx)
 {
     clmad_status st = CLMAD_OK;

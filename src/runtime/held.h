@@ -26,6 +26,9 @@ void clmad__hold(clmad_tensor *t, clmad_held *h);
 /* Runs t's held work, if any: then t has its values. */
 clmad_status clmad__tensor_ready(clmad_tensor *t);
 
+/* clmad__tensor_ready for each of ts[0..n), in order; stops at an error. */
+clmad_status clmad__tensors_ready(clmad_tensor *const *ts, int n);
+
 /* Runs the held work of every tensor of ctx, oldest first. */
 clmad_status clmad__flush_held(clmad_context *ctx);
 

@@ -84,13 +84,14 @@ clmad_status clmad__set_kernel_args(clmad_context *ctx, cl_kernel k, int n, cons
     return CLMAD_OK;
 }
 
-clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n, uint64_t bytes)
+/* One launch of global work-items (local: the work-group size, or NULL for
+ * the driver's choice), counted in the stats. */
+static clmad_status enqueue(clmad_context *ctx, cl_kernel kernel, size_t global, const size_t *local,
+                            uint64_t bytes)
 {
-    const size_t group = 64;
-    size_t global = (n + group - 1) / group * group;
     if (global == 0)
         return CLMAD_OK;
-    cl_int err = clEnqueueNDRangeKernel(ctx->queue, kernel, 1, NULL, &global, NULL, 0, NULL, NULL);
+    cl_int err = clEnqueueNDRangeKernel(ctx->queue, kernel, 1, NULL, &global, local, 0, NULL, NULL);
     if (err == CL_SUCCESS) {
         ctx->stats.kernels_launched++;
         ctx->stats.bytes_moved += bytes;
@@ -98,18 +99,16 @@ clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n, u
     return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(ctx, err, "clEnqueueNDRangeKernel");
 }
 
+clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n, uint64_t bytes)
+{
+    const size_t group = 64;
+    return enqueue(ctx, kernel, (n + group - 1) / group * group, NULL, bytes);
+}
+
 clmad_status clmad__enqueue_groups(clmad_context *ctx, cl_kernel kernel, size_t n_groups, size_t group,
                                    uint64_t bytes)
 {
-    size_t global = n_groups * group;
-    if (global == 0)
-        return CLMAD_OK;
-    cl_int err = clEnqueueNDRangeKernel(ctx->queue, kernel, 1, NULL, &global, &group, 0, NULL, NULL);
-    if (err == CL_SUCCESS) {
-        ctx->stats.kernels_launched++;
-        ctx->stats.bytes_moved += bytes;
-    }
-    return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(ctx, err, "clEnqueueNDRangeKernel");
+    return enqueue(ctx, kernel, n_groups * group, &group, bytes);
 }
 
 size_t clmad__real_arg(clmad_dtype dtype, double value, clmad_real_arg *arg)

@@ -16,9 +16,10 @@
  *   unfused    the same function as a chain of builtins with where (pure reverse mode)
  *   hand       a hand-written forward kernel and a hand-written backward kernel
  *   primal     the primal forward of the cell alone
- *   copy       a copy kernel over dims x dims (the device's bandwidth), one
- *              element per work-item as the generated kernels access memory
- *   copy4      the same with vload4/vstore4 (four elements per work-item)
+ *   copy       clmad's contiguous copy kernel over dims x dims (the device's
+ *              bandwidth): a flat kernel, one vector access of the tuning
+ *              table's width per work-item, as slices and accumulations run
+ *   copy4      a copy kernel with vload4/vstore4 (four elements per work-item)
  *   copybuf    clEnqueueCopyBuffer over the same buffers (the driver's copy)
  * Controls "random" (branches mixed among neighbours) and "uniform" (each
  * control value repeated over 32 consecutive elements).
@@ -110,7 +111,7 @@ typedef struct setup {
     size_t dims;
     clmad_tensor *z, *zb, *x[4], *w, *one, *zero;
     clmad_kernel *cell, *cell_w;
-    cl_kernel hand_fwd, hand_bwd, copy, copy4;
+    cl_kernel hand_fwd, hand_bwd, copy4;
     clmad_tensor *hy, *hg[4], *cdst;
 } setup;
 
@@ -265,7 +266,8 @@ static double run_variant(setup *s, int v)
         BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 1));
         clmad_tensor_release(y);
     } else if (v == COPY) {
-        BENCH_CHECK(ctx, clmad__enqueue_1d(ctx, s->copy, n, 2 * 4 * (uint64_t)n));
+        const size_t one = 1, all = n;
+        BENCH_CHECK(ctx, clmad__strided_copy(ctx, s->cdst, 0, &one, s->x[0], 0, &one, 1, &all, 1.0, 0));
     } else if (v == COPY4) {
         BENCH_CHECK(ctx, clmad__enqueue_1d(ctx, s->copy4, n / 4 + n % 4, 2 * 4 * (uint64_t)n));
     } else {
@@ -302,9 +304,6 @@ static void set_hand_args(setup *s)
     clSetKernelArg(s->hand_bwd, 1, sizeof cols, &cols);
     for (cl_uint k = 0; k < 11; k++)
         clSetKernelArg(s->hand_bwd, 2 + k, sizeof(cl_mem), &bwd[k]);
-    bench_arg_tensor(s->copy, 0, s->x[0]);
-    bench_arg_tensor(s->copy, 1, s->cdst);
-    clSetKernelArg(s->copy, 2, sizeof n, &n);
     bench_arg_tensor(s->copy4, 0, s->x[0]);
     bench_arg_tensor(s->copy4, 1, s->cdst);
     clSetKernelArg(s->copy4, 2, sizeof n, &n);
@@ -361,7 +360,6 @@ int main(int argc, char **argv)
     s.hand_bwd = build(ctx, hand_src, "hand_bwd");
     char copy_src[4096];
     snprintf(copy_src, sizeof copy_src, "typedef float real;\n%s", clmad__embedded_source("copy.cl"));
-    s.copy = build(ctx, copy_src, "clmad_copy");
     s.copy4 = build(ctx, copy_src, "clmad_copy_vec4");
     BENCH_CHECK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 0, NULL, 1.0, &s.one));
     BENCH_CHECK(ctx, clmad_tensor_zeros(ctx, CLMAD_F32, 0, NULL, &s.zero));
@@ -482,7 +480,6 @@ int main(int argc, char **argv)
     clmad_tensor_release(s.zero);
     clReleaseKernel(s.hand_fwd);
     clReleaseKernel(s.hand_bwd);
-    clReleaseKernel(s.copy);
     clmad_kernel_release(s.cell);
     clmad_kernel_release(s.cell_w);
     clmad_context_release(ctx);

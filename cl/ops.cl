@@ -144,29 +144,65 @@ __kernel void clmad_dot_parts(__global real *restrict dst, __global const real *
     dst[p] = acc;
 }
 
-/* dst = dst + src, elementwise (gradient accumulation). */
+/* dst = dst + src, elementwise (gradient accumulation). Flat (real.clh). */
 __kernel void clmad_accumulate(__global real *restrict dst, __global const real *restrict src, ulong n)
 {
-    ulong e = get_global_id(0);
-    if (e < n)
-        dst[e] += src[e];
+    const ulong i = get_global_id(0);
+    if (CLMAD__WHOLE_RUN(i, n))
+        CLMAD__VSTORE(CLMAD__VLOAD(i, dst) + CLMAD__VLOAD(i, src), i, dst);
+    else
+        for (ulong e = i * CLMAD_VW; e < n; e++)
+            dst[e] += src[e];
 }
 
-/* dst[e] = src[e * step] (* scale[0]): a lazy adjoint expanded (tape/adjoint.c). The
- * product is the one the broadcast kernels form from it (broadcast/codegen_body.c). */
+/* dst[e] = src[e * step] (* scale[0]), step 0 or 1: a lazy adjoint expanded
+ * (tape/adjoint.c). The product is the one the broadcast kernels form from
+ * it (broadcast/codegen_body.c). Flat (real.clh). */
 __kernel void clmad_expand_scaled(__global real *restrict dst, __global const real *restrict src,
                                   ulong step, __global const real *restrict scale, int scaled,
                                   ulong n)
 {
-    ulong e = get_global_id(0);
-    if (e < n)
-        dst[e] = scaled ? src[e * step] * scale[0] : src[e * step];
+    const ulong i = get_global_id(0);
+    if (CLMAD__WHOLE_RUN(i, n)) {
+        const clmad__realv v = step ? CLMAD__VLOAD(i, src) : (clmad__realv)(src[0]);
+        CLMAD__VSTORE(scaled ? v * scale[0] : v, i, dst);
+    } else {
+        for (ulong e = i * CLMAD_VW; e < n; e++)
+            dst[e] = scaled ? src[e * step] * scale[0] : src[e * step];
+    }
 }
 
-/* dst[0..n) = value (tensor fills and zeros; see clmad__fill). */
+/* dst[0..n) = value (tensor fills and zeros; see clmad__fill). Flat. */
 __kernel void clmad_fill(__global real *dst, real value, ulong n)
 {
-    ulong e = get_global_id(0);
-    if (e < n)
-        dst[e] = value;
+    const ulong i = get_global_id(0);
+    if (CLMAD__WHOLE_RUN(i, n))
+        CLMAD__VSTORE((clmad__realv)(value), i, dst);
+    else
+        for (ulong e = i * CLMAD_VW; e < n; e++)
+            dst[e] = value;
+}
+
+/* dst[dst_off + e] (+)= scale * src[src_off + e] for e in [0, n): the
+ * strided copy's one-dimension case with unit strides (runtime/reduce.c),
+ * in the same operations. Flat. */
+__kernel void clmad_copy_contiguous(__global real *restrict dst, __global const real *restrict src, ulong n,
+                                    ulong dst_off, ulong src_off, real scale, int accumulate)
+{
+    const ulong i = get_global_id(0);
+    __global real *d = dst + dst_off;
+    __global const real *s = src + src_off;
+    if (CLMAD__WHOLE_RUN(i, n)) {
+        /* Two stores, so that a plain copy never reads dst */
+        const clmad__realv v = scale * CLMAD__VLOAD(i, s);
+        if (accumulate)
+            CLMAD__VSTORE(CLMAD__VLOAD(i, d) + v, i, d);
+        else
+            CLMAD__VSTORE(v, i, d);
+    } else {
+        for (ulong e = i * CLMAD_VW; e < n; e++) {
+            const real v = scale * s[e];
+            d[e] = accumulate ? d[e] + v : v;
+        }
+    }
 }

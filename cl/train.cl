@@ -89,15 +89,21 @@ __kernel void clmad_rand(__global real *dst, ulong n, uint k0, uint k1, real a, 
 /* ---- In-place updates and optimizer steps -------------------------------- */
 
 /* y = alpha x + beta y (x NULL: has_x 0, alpha x left out); beta 0 does not
- * read y (the BLAS rule, so NaN in an unset y does not survive). */
+ * read y (the BLAS rule, so NaN in an unset y does not survive). Flat
+ * (real.clh). */
 __kernel void clmad_axpby(__global real *y, __global const real *x, ulong n, real alpha, real beta,
                           int has_x)
 {
-    const ulong e = get_global_id(0);
-    if (e >= n)
+    const ulong i = get_global_id(0);
+    if (CLMAD__WHOLE_RUN(i, n)) {
+        const clmad__realv by = beta == (real)0 ? (clmad__realv)(0) : beta * CLMAD__VLOAD(i, y);
+        CLMAD__VSTORE(has_x ? alpha * CLMAD__VLOAD(i, x) + by : by, i, y);
         return;
-    const real by = beta == (real)0 ? (real)0 : beta * y[e];
-    y[e] = has_x ? alpha * x[e] + by : by;
+    }
+    for (ulong e = i * CLMAD_VW; e < n; e++) {
+        const real by = beta == (real)0 ? (real)0 : beta * y[e];
+        y[e] = has_x ? alpha * x[e] + by : by;
+    }
 }
 
 /* SGD (PyTorch's torch.optim.SGD, dampening 0): d = g + wd p; with momentum

@@ -13,6 +13,12 @@ foreach(src IN LISTS SOURCES)
   get_filename_component(name "${src}" NAME)
   string(MAKE_C_IDENTIFIER "clmad_src_${name}" ident)
   clmad_inline_cl_includes(text "${src}" ON)
+  # CMake's list handling drops the whole text when an included file has
+  # an unbalanced "[" in a macro (it did with real.clh): fail, never embed
+  # an empty program.
+  if(text STREQUAL "")
+    message(FATAL_ERROR "embed_sources: ${src} came out empty after inlining its includes")
+  endif()
   file(WRITE "${OUT}.src" "${text}")
   file(READ "${OUT}.src" hex HEX)
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")

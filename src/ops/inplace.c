@@ -41,5 +41,5 @@ clmad_status clmad_tensor_axpby(clmad_tensor *y, double alpha, clmad_tensor *x, 
     st = clmad__set_kernel_args(ctx, k, 6, sizes, values);
     if (st != CLMAD_OK)
         return st;
-    return clmad__enqueue_1d(ctx, k, y->numel, (uint64_t)(has_x ? 3 : 2) * clmad__tensor_bytes(y));
+    return clmad__enqueue_flat(ctx, k, y->numel, (uint64_t)(has_x ? 3 : 2) * clmad__tensor_bytes(y));
 }

@@ -59,6 +59,8 @@ struct clmad_context {
     int loss_lanes;                 /* work-items per partial sum of an interleaved loss kernel
                                        (tuning.c; 1, or 8 on GPUs) */
     int sums_interleaved;           /* tests: no sum by ranges, as on GPUs (reduce.c) */
+    int vector_width;               /* elements per work-item of the flat internal kernels
+                                       (tuning.c; CLMAD_VW of cl/real.clh) */
     clmad_message error;
     clmad_tape_settings tape;
     cl_kernel kernels[CLMAD__DTYPE_COUNT][CLMAD_KERNEL_COUNT]; /* [dtype][id], kernels.c */

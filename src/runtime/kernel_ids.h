@@ -11,6 +11,7 @@
     X(CLMAD_OPS_ACCUMULATE, "ops.cl", "clmad_accumulate")                        \
     X(CLMAD_OPS_FILL, "ops.cl", "clmad_fill")                                    \
     X(CLMAD_OPS_EXPAND_SCALED, "ops.cl", "clmad_expand_scaled")                  \
+    X(CLMAD_OPS_COPY_CONTIGUOUS, "ops.cl", "clmad_copy_contiguous")              \
     X(CLMAD_OPS_DOT_PARTS, "ops.cl", "clmad_dot_parts")                          \
     X(CLMAD_OPS_SUM_RANGES, "ops.cl", "clmad_sum_ranges")                        \
     X(CLMAD_OPS_DOT_RANGES, "ops.cl", "clmad_dot_ranges")                        \

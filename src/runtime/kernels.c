@@ -46,7 +46,8 @@ clmad_status clmad__cached_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_k
     static const char *const INT_TYPES[CLMAD__DTYPE_COUNT] = {
         [CLMAD_I32] = "int", [CLMAD_I64] = "long", [CLMAD_U8] = "uchar"};
     clmad_strbuf sb = {0};
-    clmad__sb_printf(&sb, "#define CLMAD_REAL_DOUBLE %d\n", dtype == CLMAD_F64);
+    clmad__sb_printf(&sb, "#define CLMAD_REAL_DOUBLE %d\n#define CLMAD_VW %d\n", dtype == CLMAD_F64,
+                     ctx->vector_width);
     if (INT_TYPES[dtype])
         clmad__sb_printf(&sb, "#define CLMAD_ELEM_INT %s\n#define CLMAD_ELEM_INT8 %s8\n", INT_TYPES[dtype],
                          INT_TYPES[dtype]);
@@ -105,6 +106,12 @@ clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n, u
     return enqueue(ctx, kernel, (n + group - 1) / group * group, NULL, bytes);
 }
 
+clmad_status clmad__enqueue_flat(clmad_context *ctx, cl_kernel kernel, size_t n, uint64_t bytes)
+{
+    const size_t w = (size_t)ctx->vector_width;
+    return clmad__enqueue_1d(ctx, kernel, (n + w - 1) / w, bytes);
+}
+
 clmad_status clmad__enqueue_groups(clmad_context *ctx, cl_kernel kernel, size_t n_groups, size_t group,
                                    uint64_t bytes)
 {
@@ -139,7 +146,7 @@ clmad_status clmad__fill(clmad_context *ctx, cl_mem mem, clmad_dtype dtype, size
     st = clmad__set_kernel_args(ctx, kernel, 3, sizes, values);
     if (st != CLMAD_OK)
         return st;
-    return clmad__enqueue_1d(ctx, kernel, n, (uint64_t)n * clmad_dtype_size(dtype));
+    return clmad__enqueue_flat(ctx, kernel, n, (uint64_t)n * clmad_dtype_size(dtype));
 }
 
 clmad_status clmad__launch_cached(clmad_context *ctx, clmad_dtype dtype, clmad_kernel_id id, int n,

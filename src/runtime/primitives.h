@@ -20,6 +20,10 @@ clmad_status clmad__set_kernel_args(clmad_context *ctx, cl_kernel k, int n, cons
  * and counts it in the stats with the bytes it reads and writes. */
 clmad_status clmad__enqueue_1d(clmad_context *ctx, cl_kernel kernel, size_t n, uint64_t bytes);
 
+/* The same for a flat kernel (cl/real.clh's CLMAD_VW): one work-item per
+ * run of the context's vector width over n elements. */
+clmad_status clmad__enqueue_flat(clmad_context *ctx, cl_kernel kernel, size_t n, uint64_t bytes);
+
 /* n_groups work-groups of `group` work-items each, counted as above. */
 clmad_status clmad__enqueue_groups(clmad_context *ctx, cl_kernel kernel, size_t n_groups, size_t group,
                                    uint64_t bytes);

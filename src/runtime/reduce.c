@@ -25,6 +25,26 @@ static cl_ulong8 pack8(int n, const size_t *v)
     return p;
 }
 
+/* The strided copy with unit strides on both sides: a flat kernel, one
+ * vector access per work-item (the tuning's vector width). */
+static clmad_status contiguous_copy(clmad_context *ctx, clmad_tensor *dst, size_t dst_off, clmad_tensor *src,
+                                    size_t src_off, size_t n, double scale, int accumulate, uint64_t bytes)
+{
+    cl_kernel k;
+    clmad_status st = clmad__cached_kernel(ctx, dst->dtype, CLMAD_OPS_COPY_CONTIGUOUS, &k);
+    if (st != CLMAD_OK)
+        return st;
+    cl_ulong nn = n, doff = dst_off, soff = src_off;
+    cl_int acc = accumulate;
+    clmad_real_arg scale_arg;
+    const size_t scale_size = clmad__real_arg(dst->dtype, scale, &scale_arg);
+    const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof nn, sizeof doff, sizeof soff, scale_size,
+                            sizeof acc};
+    const void *values[] = {&dst->mem, &src->mem, &nn, &doff, &soff, &scale_arg, &acc};
+    st = clmad__set_kernel_args(ctx, k, 7, sizes, values);
+    return st == CLMAD_OK ? clmad__enqueue_flat(ctx, k, n, bytes) : st;
+}
+
 clmad_status clmad__strided_copy(clmad_context *ctx, clmad_tensor *dst, size_t dst_off,
                                  const size_t *dst_strides, clmad_tensor *src, size_t src_off,
                                  const size_t *src_strides, int nd, const size_t *dims, double scale,
@@ -60,6 +80,10 @@ clmad_status clmad__strided_copy(clmad_context *ctx, clmad_tensor *dst, size_t d
         m = 1;
     }
     nd = m, dims = md, dst_strides = mds, src_strides = mss;
+    /* Each element read once and written once (twice when accumulating). */
+    uint64_t bytes = (uint64_t)n * clmad_dtype_size(dst->dtype) * (accumulate ? 3 : 2);
+    if (nd == 1 && dst_strides[0] == 1 && src_strides[0] == 1)
+        return contiguous_copy(ctx, dst, dst_off, src, src_off, n, scale, accumulate, bytes);
     cl_kernel k;
     clmad_status st = clmad__cached_kernel(ctx, dst->dtype, CLMAD_OPS_STRIDED_COPY, &k);
     if (st != CLMAD_OK)
@@ -74,8 +98,6 @@ clmad_status clmad__strided_copy(clmad_context *ctx, clmad_tensor *dst, size_t d
     const void *values[] = {&dst->mem, &src->mem, &nn, &ndim, &d8, &ds8, &ss8, &doff, &soff,
                             &scale_arg, &acc};
     st = clmad__set_kernel_args(ctx, k, 11, sizes, values);
-    /* Each element read once and written once (twice when accumulating). */
-    uint64_t bytes = (uint64_t)n * clmad_dtype_size(dst->dtype) * (accumulate ? 3 : 2);
     return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, n, bytes) : st;
 }
 

@@ -24,6 +24,8 @@ typedef struct tuning_row {
     int loss_lanes; /* work-items sharing one partial sum of a loss kernel (codegen_loss.c) */
     int caches_by_source; /* its own binary cache is keyed by source and options
                              alone, not by what an #include reads (rusticl) */
+    int vector_width;     /* elements per work-item of the flat internal kernels (fill, copy,
+                             accumulate, axpby: cl/real.clh's CLMAD_VW) */
 } tuning_row;
 
 /* The first row that matches wins. Items: POCL vectorises only a loop
@@ -34,13 +36,19 @@ typedef struct tuning_row {
  * H100). Inline pragma: compilers on upstream clang that take always_inline
  * in `#pragma clang attribute` (codegen.c). Loss lanes: on GPUs a loss
  * kernel's partial sum of about 32 elements is 8 work-items' work, so that
- * a 1024 x 1024 loss fills an H100 (CPUs sum by ranges: no lanes). */
+ * a 1024 x 1024 loss fills an H100 (CPUs sum by ranges: no lanes).
+ * Vector width: the flat kernels' one vector load and store per work-item
+ * (bench_hmlstm's copy against clEnqueueCopyBuffer on the same buffers;
+ * docs/design-notes.md): 16 floats on POCL's CPU device and 8 on Intel's
+ * reach the driver's copy where one element reached 0.3-0.8 of it; GPUs
+ * take 4 (vload4 moved 1.18x one element's bytes on an H100); rusticl's
+ * kernels cost the same at any width (its launch dominates). */
 static const tuning_row TABLE[] = {
-    {"The pocl project", CLMAD_DEVICE_CPU, NULL, 32, 16, 1, "POCL on a CPU", 0, 1},
-    {"The pocl project", -1, NULL, 1, 16, 1, "POCL", 0, 8},
-    {"Mesa/X.org", -1, NULL, 1, 16, 1, "Mesa (rusticl)", 1, 1},
-    {"Intel(R) Corporation", CLMAD_DEVICE_CPU, NULL, 1, 16, 0, "Intel's CPU runtime", 0, 1},
-    {"Oclgrind", -1, NULL, 1, 16, 0, "Oclgrind (a simulator: the GPU form)", 0, 8},
+    {"The pocl project", CLMAD_DEVICE_CPU, NULL, 32, 16, 1, "POCL on a CPU", 0, 1, 16},
+    {"The pocl project", -1, NULL, 1, 16, 1, "POCL", 0, 8, 4},
+    {"Mesa/X.org", -1, NULL, 1, 16, 1, "Mesa (rusticl)", 1, 1, 1},
+    {"Intel(R) Corporation", CLMAD_DEVICE_CPU, NULL, 1, 16, 0, "Intel's CPU runtime", 0, 1, 8},
+    {"Oclgrind", -1, NULL, 1, 16, 0, "Oclgrind (a simulator: the GPU form)", 0, 8, 4},
 };
 
 /* When no row matches: by device type; accelerators and others keep the
@@ -48,10 +56,10 @@ static const tuning_row TABLE[] = {
 static tuning_row type_default(clmad_device_type type)
 {
     if (type == CLMAD_DEVICE_GPU)
-        return (tuning_row){NULL, type, NULL, 1, 16, 0, "default for GPUs", 0, 8};
+        return (tuning_row){NULL, type, NULL, 1, 16, 0, "default for GPUs", 0, 8, 4};
     if (type == CLMAD_DEVICE_CPU)
-        return (tuning_row){NULL, type, NULL, 1, 16, 0, "default for CPUs", 0, 1};
-    return (tuning_row){NULL, type, NULL, 1, 8, 0, "default for other devices", 0, 1};
+        return (tuning_row){NULL, type, NULL, 1, 16, 0, "default for CPUs", 0, 1, 1};
+    return (tuning_row){NULL, type, NULL, 1, 8, 0, "default for other devices", 0, 1, 1};
 }
 
 static int row_matches(const tuning_row *r, const char *vendor, const clmad_device_info *info)
@@ -135,6 +143,7 @@ void clmad__tuning_resolve(clmad_context *ctx)
     *t = (clmad_tuning){row.items, row.chunk_cap, row.inline_pragma, ""};
     ctx->driver_caches_by_source = row.caches_by_source;
     ctx->loss_lanes = row.loss_lanes;
+    ctx->vector_width = row.vector_width;
     snprintf(t->origin, sizeof t->origin, "%s%s", kind, row.name);
     if (ctx->cache_dir) {
         char name[64];

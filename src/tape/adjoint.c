@@ -25,7 +25,7 @@ clmad_status clmad__accumulate_into(clmad_context *ctx, clmad_tensor *dst, clmad
     st = clmad__set_kernel_args(ctx, k, 3, sizes, values);
     if (st != CLMAD_OK)
         return st;
-    return clmad__enqueue_1d(ctx, k, dst->numel, 3 * (uint64_t)clmad__tensor_bytes(dst));
+    return clmad__enqueue_flat(ctx, k, dst->numel, 3 * (uint64_t)clmad__tensor_bytes(dst));
 }
 
 /* A new tensor of the given shape holding a (read at 0 when it has one
@@ -51,7 +51,7 @@ static clmad_status expand_adjoint(clmad_context *ctx, clmad_tensor *a, clmad_te
     if (st == CLMAD_OK)
         st = clmad__set_kernel_args(ctx, k, 6, sizes, values);
     if (st == CLMAD_OK)
-        st = clmad__enqueue_1d(ctx, k, t->numel, (step + 1) * (uint64_t)clmad__tensor_bytes(t));
+        st = clmad__enqueue_flat(ctx, k, t->numel, (step + 1) * (uint64_t)clmad__tensor_bytes(t));
     if (st != CLMAD_OK) {
         clmad_tensor_release(t);
         return st;

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The flat internal kernels (cl/real.clh): a work-item takes a run of the
+ * tuning table's vector width in one vector access (16 floats on POCL's
+ * CPU device, 4 under Oclgrind), and the tail past the last whole run one
+ * element at a time. Every length from 0 to 3 runs of 16 and a few longer
+ * ones (fewer under CLMAD_TEST_SMALL), through the public calls that launch them: fills (f32, f64, i32,
+ * u8), axpby, concatenation and slices (the contiguous copy, at offsets),
+ * and backward (a lazy adjoint expanded, gradients accumulated, a slice's
+ * gradient copied at an offset). The values are small integers and
+ * halves, so every result is exact and compared with ==.
+ */
+#include <criterion/criterion.h>
+
+#include "support.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+static clmad_context *ctx;
+
+static clmad_tensor *vector_of(size_t n, double (*value)(size_t))
+{
+    float *h = malloc((n ? n : 1) * sizeof *h);
+    cr_assert_not_null(h);
+    for (size_t i = 0; i < n; i++)
+        h[i] = (float)value(i);
+    clmad_tensor *t;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 1, &n, h, &t));
+    free(h);
+    return t;
+}
+
+static double ramp(size_t i) { return (double)(i % 97) - 40.0; }
+static double halves(size_t i) { return 0.5 * (double)(i % 13); }
+
+/* t's elements (of any dtype) equal expect(i, arg) for every i. */
+static void expect_values(clmad_tensor *t, size_t n, double (*expect)(size_t, size_t), size_t arg,
+                          const char *what)
+{
+    const clmad_dtype dtype = clmad_tensor_dtype(t);
+    unsigned char *h = malloc((n ? n : 1) * 8);
+    cr_assert_not_null(h);
+    cr_assert_eq(clmad_tensor_numel(t), n, "%s: %zu elements, not %zu", what, clmad_tensor_numel(t), n);
+    CHECK_OK(ctx, clmad_tensor_read(t, h, n * clmad_dtype_size(dtype)));
+    for (size_t i = 0; i < n; i++) {
+        double v = dtype == CLMAD_F32   ? ((float *)h)[i]
+                   : dtype == CLMAD_F64 ? ((double *)h)[i]
+                   : dtype == CLMAD_I32 ? ((int32_t *)h)[i]
+                                        : h[i];
+        cr_assert_eq(v, expect(i, arg), "%s, n %zu: element %zu is %g, not %g", what, n, i, v, expect(i, arg));
+    }
+    free(h);
+}
+
+static double fill_value(size_t i, size_t dtype)
+{
+    (void)i;
+    return dtype == CLMAD_U8 ? 200.0 : dtype == CLMAD_I32 ? -7.0 : 2.5;
+}
+static double axpby_value(size_t i, size_t n) { (void)n; return 2.0 * ramp(i) + 0.5 * halves(i); }
+static double concat_value(size_t i, size_t n) { return i < n ? ramp(i) : halves(i - n); }
+static double slice_value(size_t i, size_t n) { (void)n; return ramp(i + 1); }
+static double twice_one(size_t i, size_t n) { (void)i, (void)n; return 2.0; }
+static double slice_grad(size_t i, size_t n) { (void)n; return i == 0 ? 0.0 : 1.0; }
+
+static void check_length(size_t n)
+{
+    static const clmad_dtype dtypes[] = {CLMAD_F32, CLMAD_F64, CLMAD_I32, CLMAD_U8};
+    for (int d = 0; d < 4; d++) {
+        if (dtypes[d] == CLMAD_F64 && !test_device_fp64())
+            continue;
+        clmad_tensor *t;
+        CHECK_OK(ctx, clmad_tensor_fill(ctx, dtypes[d], 1, &n, fill_value(0, dtypes[d]), &t));
+        expect_values(t, n, fill_value, dtypes[d], clmad_dtype_name(dtypes[d]));
+        clmad_tensor_release(t);
+    }
+
+    /* y = 2 x + 0.5 y */
+    clmad_tensor *x = vector_of(n, ramp), *y = vector_of(n, halves);
+    CHECK_OK(ctx, clmad_tensor_axpby(y, 2.0, x, 0.5));
+    expect_values(y, n, axpby_value, n, "axpby");
+
+    /* concat(x, 3 halves): a contiguous copy at offset n */
+    const size_t three = 3;
+    clmad_tensor *tail = vector_of(three, halves), *parts[2] = {x, tail}, *cat;
+    CHECK_OK(ctx, clmad_concat(ctx, 2, parts, 0, &cat));
+    expect_values(cat, n + 3, concat_value, n, "concat");
+    clmad_tensor_release(cat);
+    clmad_tensor_release(tail);
+
+    if (n >= 1) {
+        clmad_tensor *s;
+        CHECK_OK(ctx, clmad_slice(ctx, x, 0, 1, n, &s));
+        expect_values(s, n - 1, slice_value, n, "slice");
+        clmad_tensor_release(s);
+    }
+
+    /* sum(x) backward twice on a retained tape: the seed expanded over x,
+     * then accumulated into the gradient already there */
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(x, 1));
+    CHECK_OK(ctx, clmad_set_retain_tape(ctx, 1));
+    clmad_tensor *loss, *g;
+    CHECK_OK(ctx, clmad_sum(ctx, x, 0, NULL, 0, &loss));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    CHECK_OK(ctx, clmad_tensor_grad(x, &g));
+    if (n > 0) {
+        cr_assert_not_null(g, "n %zu: no gradient", n);
+        expect_values(g, n, twice_one, n, "sum's gradient, twice");
+    }
+    clmad_tensor_release(loss);
+    CHECK_OK(ctx, clmad_set_retain_tape(ctx, 0));
+    clmad_tape_clear(ctx);
+    clmad_tensor_zero_grad(x);
+
+    /* sum(x[1:]): its gradient copied into x's at offset 1 */
+    if (n >= 2) {
+        clmad_tensor *s;
+        CHECK_OK(ctx, clmad_slice(ctx, x, 0, 1, n, &s));
+        CHECK_OK(ctx, clmad_sum(ctx, s, 0, NULL, 0, &loss));
+        CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+        CHECK_OK(ctx, clmad_tensor_grad(x, &g));
+        cr_assert_not_null(g);
+        expect_values(g, n, slice_grad, n, "a slice's gradient");
+        clmad_tensor_release(loss);
+        clmad_tensor_release(s);
+    }
+    clmad_tensor_release(x);
+    clmad_tensor_release(y);
+}
+
+/* CLMAD_TEST_SMALL=1 (make test-oclgrind, runs of 4): up to 3 runs of 4
+ * and one longer length. */
+Test(flat_kernels, every_tail_length)
+{
+    ctx = test_context();
+    const char *small_env = getenv("CLMAD_TEST_SMALL");
+    const int small = small_env && *small_env == '1';
+    for (size_t n = 0; n <= (small ? 3 * 4 + 1 : 3 * 16 + 1); n++)
+        check_length(n);
+    static const size_t longer[] = {257, 255, 256, 4099, 65537};
+    for (int i = 0; i < (small ? 1 : 5); i++)
+        check_length(longer[i]);
+    clmad_context_release(ctx);
+}

@@ -63,6 +63,14 @@ static double axpby_value(size_t i, size_t n) { (void)n; return 2.0 * ramp(i) + 
 static double concat_value(size_t i, size_t n) { return i < n ? ramp(i) : halves(i - n); }
 static double slice_value(size_t i, size_t n) { (void)n; return ramp(i + 1); }
 static double twice_one(size_t i, size_t n) { (void)i, (void)n; return 2.0; }
+static double slice_sum(size_t i, size_t n)
+{
+    (void)i;
+    double total = 0;
+    for (size_t k = 1; k < n; k++)
+        total += ramp(k);
+    return total;
+}
 static double slice_grad(size_t i, size_t n) { (void)n; return i == 0 ? 0.0 : 1.0; }
 
 static void check_length(size_t n)
@@ -119,7 +127,9 @@ static void check_length(size_t n)
     if (n >= 2) {
         clmad_tensor *s;
         CHECK_OK(ctx, clmad_slice(ctx, x, 0, 1, n, &s));
+        expect_values(s, n - 1, slice_value, n, "slice on the tape");
         CHECK_OK(ctx, clmad_sum(ctx, s, 0, NULL, 0, &loss));
+        expect_values(loss, 1, slice_sum, n, "sum of a slice");
         CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
         CHECK_OK(ctx, clmad_tensor_grad(x, &g));
         cr_assert_not_null(g);

@@ -8,7 +8,7 @@ CMAKE_FLAGS ?=
 MAKEFLAGS += --no-print-directory
 
 .PHONY: all deps configure build test demo bench bench-peers check-vector install clean ci-time \
-        deps-portability test-portability bench-portability deps-torch
+        deps-portability test-portability bench-portability deps-torch test-unfused
 
 all: build
 
@@ -30,6 +30,12 @@ build: configure
 
 test: build
 	@scripts/run-tests.sh $(BUILD)
+
+# The suite with fusion off in every context (CLMAD_FUSE=0): each result
+# must be the same without it. Not the tests that compare fusion on with
+# off (they need it on), nor the Python suite (its own fusion test).
+test-unfused: build
+	cd $(BUILD) && CLMAD_FUSE=0 ctest --output-on-failure -j $(JOBS) -E '^(test_fusion|test_held_calls|python)$$'
 
 # Lists the devices, then runs the HM-LSTM example (gradient check, training,
 # fused vs unfused timing): about 7 s on POCL, about 80 s on a first run while

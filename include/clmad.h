@@ -267,7 +267,8 @@ typedef struct clmad_options {
  *                      bitwise those of fusion off; any other call that
  *                      could read y writes it first. The environment
  *                      variable CLMAD_FUSE=0 turns fusion off for every
- *                      context, whatever this parameter says (debugging).
+ *                      context, whatever this parameter says (debugging);
+ *                      the getter then reports 1.
  * The named calls (clmad_set_chunk_cap, clmad_set_retain_tape,
  * clmad_set_grad_enabled, clmad_set_partials_policy) set the same values.
  */

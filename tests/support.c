@@ -2,6 +2,7 @@
 #include "support.h"
 
 #include <execinfo.h>
+#include <math.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
@@ -76,6 +77,57 @@ int test_device_fp64(void)
             known = 0;
     }
     return known;
+}
+
+int test_programs_round_alike(void)
+{
+    static int known = -1;
+    if (known >= 0)
+        return known;
+    enum { N = 4096 };
+    static float xs[N], primal[N], dual[N];
+    for (int i = 0; i < N; i++)
+        xs[i] = (float)(i - N / 2) * 0.00731f;
+    clmad_context *ctx = test_context();
+    size_t n = N;
+    clmad_kernel *k;
+    clmad_tensor *x, *y;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, "T f(T a) { return ad_sin(a); }", "f", 1, 1, &k));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 1, &n, xs, &x));
+    for (int pass = 0; pass < 2; pass++) {
+        /* no gradient: the primal program; one needed, stored: the dual's values */
+        CHECK_OK(ctx, clmad_tensor_set_requires_grad(x, pass));
+        CHECK_OK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_STORE));
+        CHECK_OK(ctx, clmad_broadcast(ctx, k, &x, &y));
+        CHECK_OK(ctx, clmad_tensor_read(y, pass ? dual : primal, sizeof primal));
+        clmad_tensor_release(y);
+        clmad_tape_clear(ctx);
+    }
+    known = memcmp(primal, dual, sizeof primal) == 0;
+    clmad_tensor_release(x);
+    clmad_kernel_release(k);
+    clmad_context_release(ctx);
+    return known;
+}
+
+int test_elements_equal(const void *x, const void *y, size_t size, double ulps)
+{
+    if (memcmp(x, y, size) == 0)
+        return 1;
+    double a, b;
+    if (size == 8) {
+        memcpy(&a, x, 8);
+        memcpy(&b, y, 8);
+    } else {
+        float fa, fb;
+        memcpy(&fa, x, 4);
+        memcpy(&fb, y, 4);
+        a = fa, b = fb;
+    }
+    if (isnan(a) || isnan(b))
+        return isnan(a) && isnan(b);
+    const double eps = size == 8 ? 0x1p-52 : 0x1p-23;
+    return ulps > 0 && !isinf(a) && !isinf(b) && fabs(a - b) <= ulps * eps * fmax(1.0, fmax(fabs(a), fabs(b)));
 }
 
 void test_skip_unsupported(clmad_status st, const char *message)

@@ -53,6 +53,20 @@ int test_device_fp64(void);
  * and the test device has no fp64; otherwise returns. */
 void test_skip_unsupported(clmad_status st, const char *message);
 
+/* 1 if the test device gives a function's value the same bits in a
+ * broadcast's primal program as in its dual one (probed once, on sin over
+ * 4096 points). Where it does not (Intel's CPU runtime turns the dual's
+ * sin and cos into one sincos, 2 ulps from the primal's sin), results that
+ * one path computes in another program than the other compare within
+ * TEST_PROGRAM_ULPS: the OpenCL spec leaves that rounding open. */
+int test_programs_round_alike(void);
+#define TEST_PROGRAM_ULPS 16
+
+/* 1 if x and y (f32 or f64 bits, `size` bytes each) are equal: bitwise,
+ * signs of zero included, a NaN equal to any NaN; within ulps units in the
+ * last place (relative to max(1, |x|, |y|)) when ulps > 0. */
+int test_elements_equal(const void *x, const void *y, size_t size, double ulps);
+
 /* A context on the test device (POCL; see tests/CMakeLists.txt). */
 clmad_context *test_context(void);
 

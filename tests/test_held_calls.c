@@ -86,17 +86,13 @@ static void results_free(results *r)
     memset(r, 0, sizeof *r);
 }
 
-/* 1 if element i of the record's bytes in x and y are equal (NaN = NaN). */
+/* 1 if element i of the record's bytes in x and y are equal (NaN = NaN);
+ * within TEST_PROGRAM_ULPS on a device whose primal and dual programs
+ * round apart (fused and eager compute y in different programs). */
 static int same_element(int kind, const unsigned char *x, const unsigned char *y)
 {
-    if (kind == F32) {
-        float a, b;
-        memcpy(&a, x, 4), memcpy(&b, y, 4);
-        return memcmp(x, y, 4) == 0 || (isnan(a) && isnan(b));
-    }
-    double a, b;
-    memcpy(&a, x, 8), memcpy(&b, y, 8);
-    return memcmp(x, y, 8) == 0 || (isnan(a) && isnan(b));
+    const double ulps = test_programs_round_alike() ? 0 : TEST_PROGRAM_ULPS;
+    return test_elements_equal(x, y, kind == F32 ? 4 : 8, ulps);
 }
 
 /* "" if fused and eager hold the same records, else what differs first. */

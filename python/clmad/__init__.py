@@ -7,7 +7,7 @@ reverse mode (Tensor.backward), Hessian-vector products (hvp),
 forward mode (Kernel.partials, Kernel.jvp)
 and the optimizers of clmad.optim. See python/README.md.
 """
-from . import _lib, optim
+from . import _abi, _lib, optim
 from .context import Context, Device, Scope, devices
 from .errors import (BuildError, ConcurrentUseError, DtypeError, Error, InvalidArgumentError, IOError,
                      NoDeviceError, OpenCLError, OutOfMemoryError, ReleasedError, ShapeError, StateError,
@@ -21,3 +21,5 @@ from .second_order import hvp
 from .tensor import Tensor
 
 __version__ = _lib.lib.clmad_version_string().decode()
+
+_abi.check()  # a library built from another clmad.h is refused here (ImportError)

@@ -28,6 +28,7 @@ class Device:
     global_mem_bytes: int
     max_alloc_bytes: int
     fp64: bool
+    host_unified_memory: bool  # the device's memory is the host's: DLPack shares it, without copies
 
 
 _TYPES = {0: "other", 1: "cpu", 2: "gpu", 3: "accelerator"}
@@ -37,7 +38,7 @@ def _device(info):
     return Device(f"{info.platform_index}:{info.device_index}", info.name.decode(),
                   info.platform_name.decode(), info.vendor.decode(), info.version.decode(),
                   info.driver_version.decode(), _TYPES.get(info.type, "other"), info.compute_units,
-                  info.global_mem_bytes, info.max_alloc_bytes, bool(info.fp64))
+                  info.global_mem_bytes, info.max_alloc_bytes, bool(info.fp64), bool(info.host_unified_memory))
 
 
 def devices():
@@ -94,9 +95,12 @@ class Context:
     """A clmad context on one device (CLMAD_DEVICE or the first GPU, else the first
     device, when device is None). Also a context manager that closes it.
     fusion=False turns off fusion (CLMAD_PARAM_DISABLE_FUSION, docs/fusion.md):
-    a loss over a kernel's output then runs eagerly, with the same results."""
+    a loss over a kernel's output then runs eagerly, with the same results.
+    disable_fp64=True makes the context refuse float64 as on a device without
+    fp64 (to test that path; ctx.fp64 says whether it takes float64)."""
 
-    def __init__(self, device=None, cache_dir=None, retain_tape=False, chunk_cap=0, fusion=True):
+    def __init__(self, device=None, cache_dir=None, retain_tape=False, chunk_cap=0, fusion=True,
+                 disable_fp64=False):
         opt = _lib.Options()
         L.clmad_options_init(byref(opt))
         if device is not None:
@@ -106,12 +110,14 @@ class Context:
         opt.retain_tape = 1 if retain_tape else 0
         opt.chunk_cap = int(chunk_cap)
         opt.disable_fusion = 0 if fusion else 1
+        opt.disable_fp64 = 1 if disable_fp64 else 0
         h = _lib.ctx_p()
         status = L.clmad_context_create(byref(opt), byref(h))
         if status:
             raise_for(status, None)
         self._h = self._raw = h.value
         self._scopes = []
+        self._disable_fp64 = bool(disable_fp64)
 
     def __del__(self, _release=L.clmad_context_release):
         h = getattr(self, "_h", None)
@@ -149,6 +155,18 @@ class Context:
         info = _lib.DeviceInfo()
         self._check(L.clmad_context_device(self._live, byref(info)))
         return _device(info)
+
+    @property
+    def fp64(self):
+        """Whether the context takes float64: the device has fp64 and disable_fp64 was not given."""
+        return self.device.fp64 and not self._disable_fp64
+
+    def tuning(self):
+        """The tuning in force (clmad_context_tuning), as a dict."""
+        t = _lib.Tuning()
+        self._check(L.clmad_context_tuning(self._live, byref(t)))
+        return {"items_per_work_item": t.items_per_work_item, "chunk_cap": t.chunk_cap,
+                "inline_pragma": bool(t.inline_pragma), "origin": t.origin.decode()}
 
     def stats(self):
         """The counters of clmad_context_stats, as a dict."""

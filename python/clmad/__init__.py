@@ -22,4 +22,17 @@ from .tensor import Tensor
 
 __version__ = _lib.lib.clmad_version_string().decode()
 
+# What `from clmad import *` brings: every public name but those of Python's
+# built-ins (max, sum, pow, slice, IOError), which it would shadow; they stay
+# clmad.max, clmad.sum, ... (python/tests/test_names.py keeps this list complete).
+__all__ = [
+    "Context", "Device", "Scope", "devices", "Tensor", "Kernel", "gradcheck", "hvp", "optim",
+    "Error", "BuildError", "ConcurrentUseError", "DtypeError", "InvalidArgumentError", "NoDeviceError",
+    "OpenCLError", "OutOfMemoryError", "ReleasedError", "ShapeError", "StateError", "UnsupportedError",
+    "accuracy", "add", "argmax", "argmin", "cast", "compare", "concat", "cross_entropy", "div", "dot",
+    "embedding", "exp", "getitem", "index_select", "log", "log_softmax", "logsumexp", "matmul", "mean",
+    "mse_loss", "mul", "neg", "one_hot", "relu", "reshape", "sigmoid", "softmax", "sqrt", "sub", "tanh",
+    "transpose", "where",
+]
+
 _abi.check()  # a library built from another clmad.h is refused here (ImportError)

@@ -261,15 +261,21 @@ def _rank(x):
 
 
 def matmul(a, b, trans_a=False, trans_b=False):
-    """2-d @ 2-d (CLBlast), 3-d @ 3-d (batched); a 1-d operand is a row or a column."""
-    a, b = _tensor(a), _tensor(b)
-    rank_a, rank_b = _rank(a), _rank(b)
-    if rank_a == 1 and not trans_a:
-        return reshape(matmul(reshape(a, 1, -1), b, False, trans_b), -1)
-    if rank_b == 1 and not trans_b:
-        return reshape(matmul(a, reshape(b, -1, 1), trans_a, False), -1)
-    fn = L.clmad_bmm if rank_a == 3 else L.clmad_matmul
-    return new_tensor(a._ctx, fn, a._handle, b._handle, 1 if trans_a else 0, 1 if trans_b else 0)
+    """a @ b by NumPy's np.matmul rules (clmad_matmul, CLBlast): 2-d @ 2-d; a 1-d
+    operand is a row (a) or a column (b), its axis dropped from the result; the
+    axes before the last two are batch axes, broadcast. trans_a / trans_b
+    transpose the last two axes of a matrix operand. A NumPy array operand is
+    copied into a tensor of the other's dtype."""
+    ta, tb = 1 if trans_a else 0, 1 if trans_b else 0
+    if a.__class__ is Tensor and b.__class__ is Tensor:  # the hot path
+        ha, hb = a._h, b._h
+        if ha and hb:
+            return new_tensor(a._ctx, L.clmad_matmul, ha, hb, ta, tb)
+    if not isinstance(a, (Tensor, np.ndarray)) or not isinstance(b, (Tensor, np.ndarray)):
+        raise TypeError(f"matmul: operands are clmad.Tensor or NumPy arrays, not {type(a).__name__} and "
+                        f"{type(b).__name__}")
+    ctx, a, b = _pair(a, b)
+    return new_tensor(ctx, L.clmad_matmul, a._handle, b._handle, ta, tb)
 
 
 def reshape(x, *shape):

@@ -16,6 +16,7 @@ from .functional import (accuracy, argmax, argmin, cast, embedding, index_select
 from .functional import (add, compare, concat, cross_entropy, div, dot, exp, getitem, log, log_softmax,
                          logsumexp, matmul, max, mean, mse_loss, mul, neg, pow, relu, reshape, sigmoid,
                          slice, softmax, sqrt, sub, sum, tanh, transpose, where)
+from .files import load, load_into, read_metadata, save
 from .kernel import Kernel, gradcheck
 from .second_order import hvp
 from .tensor import Tensor
@@ -32,7 +33,7 @@ __all__ = [
     "accuracy", "add", "argmax", "argmin", "cast", "compare", "concat", "cross_entropy", "div", "dot",
     "embedding", "exp", "getitem", "index_select", "log", "log_softmax", "logsumexp", "matmul", "mean",
     "mse_loss", "mul", "neg", "one_hot", "relu", "reshape", "sigmoid", "softmax", "sqrt", "sub", "tanh",
-    "transpose", "where",
+    "transpose", "where", "save", "load", "load_into", "read_metadata",
 ]
 
 _abi.check()  # a library built from another clmad.h is refused here (ImportError)

@@ -161,6 +161,16 @@ _PROTOTYPES = {
     "clmad_optimizer_set_lr": (st, [optim_p, c_double]),
     "clmad_optimizer_steps": (c_uint64, [optim_p]),
     "clmad_optimizer_release": (None, [optim_p]),
+    "clmad_optimizer_save": (st, [optim_p, c_char_p]),
+    "clmad_optimizer_load": (st, [optim_p, c_char_p]),
+    "clmad_save": (st, [c_char_p, POINTER(c_char_p), PT, c_size_t, POINTER(c_char_p)]),
+    "clmad_load": (st, [ctx_p, c_char_p, POINTER(c_char_p), PT, c_size_t]),
+    "clmad_safetensors_open": (st, [c_char_p, POINTER(c_void_p)]),
+    "clmad_safetensors_count": (c_size_t, [c_void_p]),
+    "clmad_safetensors_entry_at": (st, [c_void_p, c_size_t, POINTER(SafetensorsEntry)]),
+    "clmad_safetensors_metadata": (c_char_p, [c_void_p, c_char_p]),
+    "clmad_safetensors_read": (st, [ctx_p, c_void_p, c_char_p, PT]),
+    "clmad_safetensors_close": (None, [c_void_p]),
 }
 for _name in ("add", "sub", "mul", "div", "pow"):
     _PROTOTYPES["clmad_" + _name] = (st, [ctx_p, T, T, PT])
@@ -190,6 +200,12 @@ def tensor_array(handles):
 
 def size_array(shape):
     return (c_size_t * max(1, len(shape)))(*shape)
+
+
+def string_array(strings, terminated=False):
+    """A C array of char * (UTF-8), NULL-terminated when asked."""
+    items = [x.encode() for x in strings] + ([None] if terminated else [])
+    return (c_char_p * max(1, len(items)))(*items)
 
 
 def int_array(values):

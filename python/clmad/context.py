@@ -298,6 +298,12 @@ class Context:
         t._shape = shape
         return t.requires_grad_(True) if requires_grad else t
 
+    def load(self, path, names=None):
+        """The tensors of a safetensors file as new tensors of this context: a dict
+        name -> Tensor in the file's order (names: only those). See clmad.load."""
+        from .files import load
+        return load(path, self, names)
+
     # --- kernels -----------------------------------------------------------------
     def kernel(self, source, name, n_inputs=None, n_outputs=None):
         """A broadcast kernel from plain OpenCL C over T (see clmad.Kernel)."""

@@ -12,8 +12,9 @@ from .context import Context, Device, Scope, devices
 from .errors import (BuildError, ConcurrentUseError, DtypeError, Error, InvalidArgumentError, IOError,
                      NoDeviceError, OpenCLError, OutOfMemoryError, ReleasedError, ShapeError, StateError,
                      UnsupportedError)
-from .functional import (accuracy, argmax, argmin, cast, embedding, index_select, one_hot)
-from .functional import (add, compare, concat, cross_entropy, div, dot, exp, getitem, log, log_softmax,
+from .indexing import (accuracy, argmax, argmin, embedding, gather, getitem, index_select, one_hot,
+                       scatter_add)
+from .functional import (add, cast, compare, concat, cross_entropy, div, dot, exp, log, log_softmax,
                          logsumexp, matmul, max, mean, mse_loss, mul, neg, pow, relu, reshape, sigmoid,
                          slice, softmax, sqrt, sub, sum, tanh, transpose, where)
 from .files import load, load_into, read_metadata, save
@@ -33,7 +34,7 @@ __all__ = [
     "accuracy", "add", "argmax", "argmin", "cast", "compare", "concat", "cross_entropy", "div", "dot",
     "embedding", "exp", "getitem", "index_select", "log", "log_softmax", "logsumexp", "matmul", "mean",
     "mse_loss", "mul", "neg", "one_hot", "relu", "reshape", "sigmoid", "softmax", "sqrt", "sub", "tanh",
-    "transpose", "where", "save", "load", "load_into", "read_metadata",
+    "transpose", "where", "gather", "scatter_add", "save", "load", "load_into", "read_metadata",
 ]
 
 _abi.check()  # a library built from another clmad.h is refused here (ImportError)

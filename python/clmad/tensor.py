@@ -126,8 +126,18 @@ class Tensor:
         return out
 
     def __array__(self, dtype=None, copy=None):
+        """np.asarray(t): a copy of the values (NumPy 2's protocol). copy=False gives
+        the tensor's memory itself where the device's memory is the host's (a view
+        as np.from_dlpack's), and raises ValueError where that needs a copy."""
+        if copy is False:
+            from .dlpack import host_view
+            a = host_view(self)
+            if a is None or (dtype is not None and np.dtype(dtype) != a.dtype):
+                raise ValueError("clmad: np.asarray(t, copy=False) needs a copy here (the device's memory is "
+                                 "not the host's, the tensor is empty or 0-d, or the dtype differs)")
+            return a
         a = self.numpy()
-        return a if dtype is None else a.astype(dtype)
+        return a if dtype is None else a.astype(dtype, copy=False)
 
     def item(self):
         value = c_double()
@@ -281,7 +291,7 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __getitem__(self, key):
-        return F.getitem(self, key)
+        return indexing.getitem(self, key)
 
     # --- methods that are functions of functional.py ----------------------------
     def sum(self, axis=None, keepdims=False):
@@ -292,6 +302,12 @@ class Tensor:
 
     def max(self, axis=None, keepdims=False):
         return F.max(self, axis, keepdims)
+
+    def argmax(self, axis=-1, keepdims=False):
+        return indexing.argmax(self, axis, keepdims)
+
+    def argmin(self, axis=-1, keepdims=False):
+        return indexing.argmin(self, axis, keepdims)
 
     def logsumexp(self, axis=-1, keepdims=False):
         return F.logsumexp(self, axis, keepdims)
@@ -332,4 +348,5 @@ class Tensor:
 
 
 from . import functional as F  # noqa: E402 (the operators call it at run time)
+from . import indexing  # noqa: E402
 from .second_order import hvp  # noqa: E402

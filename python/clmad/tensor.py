@@ -258,6 +258,51 @@ class Tensor:
     def __rpow__(self, other):
         return F.pow(other, self)
 
+    # --- in place: the tensor's own storage, not recorded (clmad_tensor_axpby) ---
+    def __iadd__(self, other):
+        return self._in_place("+", other, 1.0)
+
+    def __isub__(self, other):
+        return self._in_place("-", other, -1.0)
+
+    def __imul__(self, other):
+        return self._in_place("*", other, None)
+
+    def __itruediv__(self, other):
+        return self._in_place("/", other, None)
+
+    def _in_place(self, op, other, alpha):
+        """self op= other on this tensor's storage, outside the tape (the tensor keeps
+        its identity, requires_grad and gradient: w -= lr * w.grad updates a leaf).
+        other: a Tensor, a NumPy array or a number, broadcast to self's shape.
+        Refused while the tape holds self, whose values backward needs."""
+        ctx = self._ctx
+        h = self._handle
+        if isinstance(other, np.ndarray):
+            other = F._like(other, self)
+        if alpha is not None and isinstance(other, Tensor) and other.shape == self.shape \
+                and other.dtype == self.dtype:
+            status = L.clmad_tensor_axpby(h, alpha, other._handle, 1.0)  # self = alpha other + self
+        elif op == "*" and F._real(other) is not None:
+            status = L.clmad_tensor_axpby(h, 0.0, None, F._real(other))  # self = value self
+        else:
+            with ctx.no_grad():
+                result = {"+": F.add, "-": F.sub, "*": F.mul, "/": F.div}[op](self, other)
+            if result.shape != self.shape:
+                from .errors import ShapeError
+                raise ShapeError(f"{op}=: the result has shape {result.shape}, the tensor {self.shape} "
+                                 "(an in-place update keeps the tensor's shape)")
+            status = L.clmad_tensor_copy(h, result._handle)
+        if status:
+            from .errors import StateError
+            if status == StateError.status:
+                raise StateError(f"{op}= in place: the tape holds this tensor (an input or the output of an "
+                                 "operation recorded since the last backward), whose values backward needs; "
+                                 "update it after loss.backward(), or drop the tape with ctx.tape_clear()",
+                                 status)
+            raise_for(status, ctx._raw)
+        return self
+
     def __neg__(self):
         return F.neg(self)
 

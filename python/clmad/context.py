@@ -91,6 +91,25 @@ class Scope:
         self._made.clear()
 
 
+class RetainTape(int):
+    """The value of ctx.retain_tape: 1 or 0, true or false as the setting was when
+    read. Called, it is a block with the setting on (or `on`): backward keeps the
+    tape inside it (for clmad.hvp after backward, or a second backward), and at its
+    end the setting goes back; when it goes back to off the tape is cleared, as
+    backward would have cleared it, so that updates in place may follow."""
+
+    def __new__(cls, ctx, on):
+        flag = super().__new__(cls, 1 if on else 0)
+        flag._ctx = ctx
+        return flag
+
+    def __repr__(self):
+        return repr(bool(self))
+
+    def __call__(self, on=True):
+        return self._ctx._retaining(on)
+
+
 class Context:
     """A clmad context on one device (CLMAD_DEVICE or the first GPU, else the first
     device, when device is None). Also a context manager that closes it.
@@ -185,11 +204,25 @@ class Context:
 
     @property
     def retain_tape(self):
-        return bool(self._param(_lib.PARAM_RETAIN_TAPE))
+        """Whether backward keeps the tape (true or false), settable; called, a block
+        that keeps it: `with ctx.retain_tape():` (see RetainTape)."""
+        return RetainTape(self, self._param(_lib.PARAM_RETAIN_TAPE))
 
     @retain_tape.setter
     def retain_tape(self, on):
         self._check(L.clmad_set_retain_tape(self._live, 1 if on else 0))
+
+    @contextlib.contextmanager
+    def _retaining(self, on):
+        before = bool(self._param(_lib.PARAM_RETAIN_TAPE))
+        self.retain_tape = on
+        try:
+            yield self
+        finally:
+            if self._h:
+                self.retain_tape = before
+                if on and not before:
+                    L.clmad_tape_clear(self._h)
 
     @property
     def grad_enabled(self):
@@ -317,4 +350,4 @@ def _shape(shape):
     return tuple(int(s) for s in shape)
 
 
-__all__ = ["Context", "Device", "devices", "Scope", "Tensor"]
+__all__ = ["Context", "Device", "devices", "RetainTape", "Scope", "Tensor"]

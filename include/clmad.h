@@ -129,6 +129,27 @@ CLMAD_API const char *clmad_version_string(void);
 /** Name of a status, e.g. "CLMAD_ERR_SHAPE". Static string; never NULL. */
 CLMAD_API const char *clmad_status_string(clmad_status s);
 
+/**
+ * The layout of this header's structs and the values of its constants as
+ * the library that runs was built with them, for bindings that copy them
+ * by hand (the Python package compares its copies with these when it
+ * loads the library, and refuses one that differs). Names are spelled as
+ * in this header:
+ *   clmad_abi_struct_size("clmad_stats", &size)         sizeof(clmad_stats)
+ *   clmad_abi_field("clmad_stats", "pool_bytes", &offset, &size)
+ *                                                       its offsetof and sizeof
+ *   clmad_abi_constant("CLMAD_ERR_SHAPE", &value)       7
+ * The structs: clmad_device_info, clmad_options, clmad_tuning, clmad_stats,
+ * clmad_optimizer_options, clmad_safetensors_entry, each with every field.
+ * The constants: every enumerator of this header, CLMAD_MAX_DIMS and
+ * CLMAD_VERSION_HEX. Needs no context.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, a name this library does not
+ * know: the message, clmad_last_error(NULL), names it).
+ */
+CLMAD_API clmad_status clmad_abi_struct_size(const char *struct_name, size_t *size);
+CLMAD_API clmad_status clmad_abi_field(const char *struct_name, const char *field, size_t *offset, size_t *size);
+CLMAD_API clmad_status clmad_abi_constant(const char *name, int64_t *value);
+
 /* ------------------------------------------------------------------------ */
 /* Devices                                                                   */
 /* ------------------------------------------------------------------------ */
@@ -162,6 +183,10 @@ typedef struct clmad_device_info {
     uint64_t max_alloc_bytes;
     size_t max_work_group_size;
     int fp64;                    /* 1 if the device supports double precision */
+    int host_unified_memory;     /* 1 if the device's memory is the host's
+                                    (CL_DEVICE_HOST_UNIFIED_MEMORY: CPU devices,
+                                    integrated GPUs): a mapped buffer is then the
+                                    buffer itself, with no copy */
 } clmad_device_info;
 
 /**

@@ -22,9 +22,10 @@ venv=$build/python-venv
 if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
-# The build and test requirements, once (the venv keeps them).
-if ! "$venv/bin/python" -c 'import numpy, pytest, scikit_build_core' 2>/dev/null; then
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check numpy pytest scikit-build-core
+# The build and test requirements, once (the venv keeps them); safetensors
+# for the tests of files written and read by the package of that name.
+if ! "$venv/bin/python" -c 'import numpy, pytest, scikit_build_core, safetensors' 2>/dev/null; then
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check numpy pytest scikit-build-core safetensors
 fi
 # The package, with the library this build made (python/CMakeLists.txt:
 # CLMAD_PREBUILT_LIBRARY), reinstalled every run so that it is current.

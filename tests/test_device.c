@@ -2,6 +2,8 @@
 /* Device choice: every form of CLMAD_DEVICE, the option, and the errors. */
 #include "support.h"
 
+#include <clmad_cl.h>
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,4 +202,23 @@ Test(device, type_names)
     cr_expect_str_eq(clmad_device_type_name(CLMAD_DEVICE_ACCELERATOR), "accelerator");
     cr_expect_str_eq(clmad_device_type_name(CLMAD_DEVICE_OTHER), "other");
     cr_expect_str_eq(clmad_device_type_name((clmad_device_type)42), "other");
+}
+
+/* host_unified_memory is the device's CL_DEVICE_HOST_UNIFIED_MEMORY (the
+ * Python package's DLPack tests take their expectations from it). */
+Test(device, host_unified_memory_is_the_drivers)
+{
+    clmad_context *ctx = test_context();
+    clmad_device_info d = context_device(ctx);
+    cl_context context = NULL;
+    cl_device_id device = NULL;
+    cl_command_queue queue = NULL;
+    CHECK_OK(ctx, clmad_context_get_cl(ctx, &context, &device, &queue));
+    cl_bool unified = CL_FALSE;
+    cr_assert_eq(clGetDeviceInfo(device, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL),
+                 CL_SUCCESS);
+    cr_expect_eq(d.host_unified_memory, unified ? 1 : 0);
+    if (d.type == CLMAD_DEVICE_CPU)
+        cr_expect_eq(d.host_unified_memory, 1, "a CPU device's memory is the host's");
+    clmad_context_release(ctx);
 }

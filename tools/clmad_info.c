@@ -149,7 +149,8 @@ int main(int argc, char **argv)
                d->max_work_group_size);
         printf("      global memory: %.1f MiB, max allocation: %.1f MiB\n",
                d->global_mem_bytes / 1048576.0, d->max_alloc_bytes / 1048576.0);
-        printf("      fp64: %s\n", d->fp64 ? "yes" : "no");
+        printf("      fp64: %s, host-unified memory: %s\n", d->fp64 ? "yes" : "no",
+               d->host_unified_memory ? "yes" : "no");
     }
     if (choice == CLMAD_OK && spec && spec[0])
         printf("clmad would use %d:%d %s (CLMAD_DEVICE=%s)\n", list[chosen].platform_index,

@@ -13,15 +13,11 @@ from ctypes import (POINTER, Structure, c_char, c_char_p, c_double, c_int, c_int
 MAX_DIMS = 8
 
 
-def _load():
-    path = os.environ.get("CLMAD_LIBRARY") or os.path.join(os.path.dirname(__file__), "libclmad.so")
-    try:
-        return ctypes.CDLL(path)
-    except OSError as e:
-        raise ImportError(f"clmad: cannot load the C library {path}: {e}") from e
-
-
-lib = _load()
+path = os.environ.get("CLMAD_LIBRARY") or os.path.join(os.path.dirname(__file__), "libclmad.so")
+try:
+    lib = ctypes.CDLL(path)
+except OSError as e:
+    raise ImportError(f"clmad: cannot load the C library {path}: {e}") from e
 
 # Opaque handles: plain pointers (never dereferenced in Python).
 ctx_p = c_void_p
@@ -37,7 +33,7 @@ class DeviceInfo(Structure):
                 ("driver_version", c_char * 128), ("type", c_int),
                 ("compute_units", c_uint), ("global_mem_bytes", c_uint64),
                 ("max_alloc_bytes", c_uint64), ("max_work_group_size", c_size_t),
-                ("fp64", c_int)]
+                ("fp64", c_int), ("host_unified_memory", c_int)]
 
 
 class Options(Structure):
@@ -57,6 +53,16 @@ class Stats(Structure):
                 ("fused_losses", c_uint64), ("fusion_fallbacks", c_uint64)]
 
 
+class Tuning(Structure):
+    _fields_ = [("items_per_work_item", c_int), ("chunk_cap", c_int), ("inline_pragma", c_int),
+                ("origin", c_char * 256)]
+
+
+class SafetensorsEntry(Structure):
+    _fields_ = [("name", c_char_p), ("file_dtype", c_char_p), ("supported", c_int), ("dtype", c_int),
+                ("ndim", c_int), ("shape", c_size_t * MAX_DIMS)]
+
+
 class OptimizerOptions(Structure):
     _fields_ = [("kind", c_int), ("lr", c_double), ("momentum", c_double), ("nesterov", c_int),
                 ("beta1", c_double), ("beta2", c_double), ("eps", c_double),
@@ -72,6 +78,9 @@ _PROTOTYPES = {
     "clmad_version": (c_uint, []),
     "clmad_version_string": (c_char_p, []),
     "clmad_status_string": (c_char_p, [c_int]),
+    "clmad_abi_struct_size": (st, [c_char_p, SZ]),
+    "clmad_abi_field": (st, [c_char_p, c_char_p, SZ, SZ]),
+    "clmad_abi_constant": (st, [c_char_p, POINTER(c_int64)]),
     "clmad_device_list": (st, [POINTER(POINTER(DeviceInfo)), SZ]),
     "clmad_device_list_free": (None, [POINTER(DeviceInfo)]),
     "clmad_device_choose": (st, [POINTER(DeviceInfo), c_size_t, c_char_p, SZ]),
@@ -81,6 +90,7 @@ _PROTOTYPES = {
     "clmad_context_set_param": (st, [ctx_p, c_int, c_int64]),
     "clmad_context_get_param": (st, [ctx_p, c_int, POINTER(c_int64)]),
     "clmad_context_device": (st, [ctx_p, POINTER(DeviceInfo)]),
+    "clmad_context_tuning": (st, [ctx_p, POINTER(Tuning)]),
     "clmad_last_error": (c_char_p, [ctx_p]),
     "clmad_context_stats": (st, [ctx_p, POINTER(Stats)]),
     "clmad_finish": (st, [ctx_p]),
@@ -101,6 +111,7 @@ _PROTOTYPES = {
     "clmad_broadcast": (st, [ctx_p, kernel_p, PT, PT]),
     "clmad_broadcast_partials": (st, [ctx_p, kernel_p, PT, POINTER(c_int), PT, PT]),
     "clmad_broadcast_jvp": (st, [ctx_p, kernel_p, PT, PT, PT, PT]),
+    "clmad_broadcast_second": (st, [ctx_p, kernel_p, PT, PT, POINTER(c_int), PT, PT, PT, PT]),
     "clmad_hvp": (st, [ctx_p, T, T, c_int, PT, PT]),
     "clmad_gradcheck": (st, [ctx_p, kernel_p, c_int, c_size_t, POINTER(c_double), POINTER(c_double)]),
     "clmad_tensor_set_requires_grad": (st, [T, c_int]),
@@ -132,6 +143,8 @@ _PROTOTYPES = {
     "clmad_argmax": (st, [ctx_p, T, c_int, c_int, PT]),
     "clmad_argmin": (st, [ctx_p, T, c_int, c_int, PT]),
     "clmad_index_select": (st, [ctx_p, T, c_int, T, PT]),
+    "clmad_gather": (st, [ctx_p, T, c_int, T, PT]),
+    "clmad_scatter_add": (st, [ctx_p, T, c_int, T, T, PT]),
     "clmad_embedding": (st, [ctx_p, T, T, PT]),
     "clmad_one_hot": (st, [ctx_p, T, c_size_t, c_int, PT]),
     "clmad_cast": (st, [ctx_p, T, c_int, PT]),
@@ -151,6 +164,16 @@ _PROTOTYPES = {
     "clmad_optimizer_set_lr": (st, [optim_p, c_double]),
     "clmad_optimizer_steps": (c_uint64, [optim_p]),
     "clmad_optimizer_release": (None, [optim_p]),
+    "clmad_optimizer_save": (st, [optim_p, c_char_p]),
+    "clmad_optimizer_load": (st, [optim_p, c_char_p]),
+    "clmad_save": (st, [c_char_p, POINTER(c_char_p), PT, c_size_t, POINTER(c_char_p)]),
+    "clmad_load": (st, [ctx_p, c_char_p, POINTER(c_char_p), PT, c_size_t]),
+    "clmad_safetensors_open": (st, [c_char_p, POINTER(c_void_p)]),
+    "clmad_safetensors_count": (c_size_t, [c_void_p]),
+    "clmad_safetensors_entry_at": (st, [c_void_p, c_size_t, POINTER(SafetensorsEntry)]),
+    "clmad_safetensors_metadata": (c_char_p, [c_void_p, c_char_p]),
+    "clmad_safetensors_read": (st, [ctx_p, c_void_p, c_char_p, PT]),
+    "clmad_safetensors_close": (None, [c_void_p]),
 }
 for _name in ("add", "sub", "mul", "div", "pow"):
     _PROTOTYPES["clmad_" + _name] = (st, [ctx_p, T, T, PT])
@@ -158,7 +181,11 @@ for _name in ("neg", "exp", "log", "tanh", "sigmoid", "relu", "sqrt"):
     _PROTOTYPES["clmad_" + _name] = (st, [ctx_p, T, PT])
 
 for _name, (_res, _args) in _PROTOTYPES.items():
-    _f = getattr(lib, _name)
+    try:
+        _f = getattr(lib, _name)
+    except AttributeError:
+        raise ImportError(f"clmad: the C library {path} has no function {_name}: it is older than this "
+                          "package (rebuild it, or set CLMAD_LIBRARY to a current one)") from None
     _f.restype = _res
     _f.argtypes = _args
 
@@ -176,6 +203,12 @@ def tensor_array(handles):
 
 def size_array(shape):
     return (c_size_t * max(1, len(shape)))(*shape)
+
+
+def string_array(strings, terminated=False):
+    """A C array of char * (UTF-8), NULL-terminated when asked."""
+    items = [x.encode() for x in strings] + ([None] if terminated else [])
+    return (c_char_p * max(1, len(items)))(*items)
 
 
 def int_array(values):

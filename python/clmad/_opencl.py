@@ -11,12 +11,10 @@ CL_TRUE = 1
 CL_MEM_READ_WRITE = 1 << 0
 CL_MEM_USE_HOST_PTR = 1 << 3
 CL_MAP_READ, CL_MAP_WRITE = 1 << 0, 1 << 1
-CL_DEVICE_HOST_UNIFIED_MEMORY = 0x1035
 
 cl = ctypes.CDLL("libOpenCL.so.1")
 _err = POINTER(c_int32)
 _PROTOTYPES = {
-    "clGetDeviceInfo": (c_int32, [c_void_p, c_uint, c_size_t, c_void_p, POINTER(c_size_t)]),
     "clEnqueueMapBuffer": (c_void_p, [c_void_p, c_void_p, c_uint, c_uint64, c_size_t, c_size_t, c_uint,
                                       c_void_p, c_void_p, _err]),
     "clEnqueueUnmapMemObject": (c_int32, [c_void_p, c_void_p, c_void_p, c_uint, c_void_p, c_void_p]),
@@ -49,10 +47,3 @@ def context_objects(ctx_handle):
         return None
     return context.value, device.value, queue.value
 
-
-def host_unified(device):
-    """CL_DEVICE_HOST_UNIFIED_MEMORY: the device's memory is the host's, so a
-    map is the buffer itself and a host pointer can be the buffer."""
-    flag = c_uint()
-    status = cl.clGetDeviceInfo(device, CL_DEVICE_HOST_UNIFIED_MEMORY, ctypes.sizeof(flag), byref(flag), None)
-    return status == 0 and flag.value != 0

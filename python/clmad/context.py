@@ -28,6 +28,7 @@ class Device:
     global_mem_bytes: int
     max_alloc_bytes: int
     fp64: bool
+    host_unified_memory: bool  # the device's memory is the host's: DLPack shares it, without copies
 
 
 _TYPES = {0: "other", 1: "cpu", 2: "gpu", 3: "accelerator"}
@@ -37,7 +38,7 @@ def _device(info):
     return Device(f"{info.platform_index}:{info.device_index}", info.name.decode(),
                   info.platform_name.decode(), info.vendor.decode(), info.version.decode(),
                   info.driver_version.decode(), _TYPES.get(info.type, "other"), info.compute_units,
-                  info.global_mem_bytes, info.max_alloc_bytes, bool(info.fp64))
+                  info.global_mem_bytes, info.max_alloc_bytes, bool(info.fp64), bool(info.host_unified_memory))
 
 
 def devices():
@@ -90,13 +91,35 @@ class Scope:
         self._made.clear()
 
 
+class RetainTape(int):
+    """The value of ctx.retain_tape: 1 or 0, true or false as the setting was when
+    read. Called, it is a block with the setting on (or `on`): backward keeps the
+    tape inside it (for clmad.hvp after backward, or a second backward), and at its
+    end the setting goes back; when it goes back to off the tape is cleared, as
+    backward would have cleared it, so that updates in place may follow."""
+
+    def __new__(cls, ctx, on):
+        flag = super().__new__(cls, 1 if on else 0)
+        flag._ctx = ctx
+        return flag
+
+    def __repr__(self):
+        return repr(bool(self))
+
+    def __call__(self, on=True):
+        return self._ctx._retaining(on)
+
+
 class Context:
     """A clmad context on one device (CLMAD_DEVICE or the first GPU, else the first
     device, when device is None). Also a context manager that closes it.
     fusion=False turns off fusion (CLMAD_PARAM_DISABLE_FUSION, docs/fusion.md):
-    a loss over a kernel's output then runs eagerly, with the same results."""
+    a loss over a kernel's output then runs eagerly, with the same results.
+    disable_fp64=True makes the context refuse float64 as on a device without
+    fp64 (to test that path; ctx.fp64 says whether it takes float64)."""
 
-    def __init__(self, device=None, cache_dir=None, retain_tape=False, chunk_cap=0, fusion=True):
+    def __init__(self, device=None, cache_dir=None, retain_tape=False, chunk_cap=0, fusion=True,
+                 disable_fp64=False):
         opt = _lib.Options()
         L.clmad_options_init(byref(opt))
         if device is not None:
@@ -106,12 +129,14 @@ class Context:
         opt.retain_tape = 1 if retain_tape else 0
         opt.chunk_cap = int(chunk_cap)
         opt.disable_fusion = 0 if fusion else 1
+        opt.disable_fp64 = 1 if disable_fp64 else 0
         h = _lib.ctx_p()
         status = L.clmad_context_create(byref(opt), byref(h))
         if status:
             raise_for(status, None)
         self._h = self._raw = h.value
         self._scopes = []
+        self._disable_fp64 = bool(disable_fp64)
 
     def __del__(self, _release=L.clmad_context_release):
         h = getattr(self, "_h", None)
@@ -150,6 +175,18 @@ class Context:
         self._check(L.clmad_context_device(self._live, byref(info)))
         return _device(info)
 
+    @property
+    def fp64(self):
+        """Whether the context takes float64: the device has fp64 and disable_fp64 was not given."""
+        return self.device.fp64 and not self._disable_fp64
+
+    def tuning(self):
+        """The tuning in force (clmad_context_tuning), as a dict."""
+        t = _lib.Tuning()
+        self._check(L.clmad_context_tuning(self._live, byref(t)))
+        return {"items_per_work_item": t.items_per_work_item, "chunk_cap": t.chunk_cap,
+                "inline_pragma": bool(t.inline_pragma), "origin": t.origin.decode()}
+
     def stats(self):
         """The counters of clmad_context_stats, as a dict."""
         s = _lib.Stats()
@@ -167,11 +204,25 @@ class Context:
 
     @property
     def retain_tape(self):
-        return bool(self._param(_lib.PARAM_RETAIN_TAPE))
+        """Whether backward keeps the tape (true or false), settable; called, a block
+        that keeps it: `with ctx.retain_tape():` (see RetainTape)."""
+        return RetainTape(self, self._param(_lib.PARAM_RETAIN_TAPE))
 
     @retain_tape.setter
     def retain_tape(self, on):
         self._check(L.clmad_set_retain_tape(self._live, 1 if on else 0))
+
+    @contextlib.contextmanager
+    def _retaining(self, on):
+        before = bool(self._param(_lib.PARAM_RETAIN_TAPE))
+        self.retain_tape = on
+        try:
+            yield self
+        finally:
+            if self._h:
+                self.retain_tape = before
+                if on and not before:
+                    L.clmad_tape_clear(self._h)
 
     @property
     def grad_enabled(self):
@@ -280,6 +331,12 @@ class Context:
         t._shape = shape
         return t.requires_grad_(True) if requires_grad else t
 
+    def load(self, path, names=None):
+        """The tensors of a safetensors file as new tensors of this context: a dict
+        name -> Tensor in the file's order (names: only those). See clmad.load."""
+        from .files import load
+        return load(path, self, names)
+
     # --- kernels -----------------------------------------------------------------
     def kernel(self, source, name, n_inputs=None, n_outputs=None):
         """A broadcast kernel from plain OpenCL C over T (see clmad.Kernel)."""
@@ -293,4 +350,4 @@ def _shape(shape):
     return tuple(int(s) for s in shape)
 
 
-__all__ = ["Context", "Device", "devices", "Scope", "Tensor"]
+__all__ = ["Context", "Device", "devices", "RetainTape", "Scope", "Tensor"]

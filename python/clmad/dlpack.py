@@ -58,8 +58,10 @@ class _Mapping:
 
 
 def _objects(ctx):
-    objects = ocl.context_objects(ctx._live)
-    return objects if objects and ocl.host_unified(objects[1]) else None
+    """(cl_context, cl_device_id, cl_command_queue) where the device's memory is the host's, else None."""
+    if not ctx.device.host_unified_memory:
+        return None
+    return ocl.context_objects(ctx._live)
 
 
 def host_view(tensor):

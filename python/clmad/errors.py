@@ -81,10 +81,30 @@ _BY_STATUS = {c.status: c for c in (InvalidArgumentError, NoDeviceError, OpenCLE
                                     StateError, ConcurrentUseError)}
 
 
+# The library's advice names C calls; from Python it reads in Python's terms.
+_PYTHON_TERMS = (("after clmad_backward", "after backward()"), ("by clmad_backward", "by backward()"),
+                 ("(clmad_tape_clear)", "(ctx.tape_clear())"), ("or clmad_tape_clear", "or ctx.tape_clear()"),
+                 ("with clmad_set_retain_tape", "with ctx.retain_tape() or Context(retain_tape=True)"),
+                 ("clmad_set_retain_tape)", "ctx.retain_tape() or Context(retain_tape=True))"),
+                 ("use clmad_mul for a scalar", "use * for a scalar"))
+
+
+def python_terms(message):
+    """message with the advice of the C library in Python's terms; the name of the
+    call that failed, "clmad_xxx: " at its start, stays."""
+    call, sep, rest = message.partition(": ")
+    if not sep or not call.startswith("clmad_") or " " in call:
+        call, sep, rest = "", "", message
+    for c_terms, python in _PYTHON_TERMS:
+        rest = rest.replace(c_terms, python)
+    return call + sep + rest
+
+
 def raise_for(status, ctx_handle=None):
-    """Raises the exception of a failed status, with clmad_last_error's message."""
+    """Raises the exception of a failed status, with clmad_last_error's message
+    (its advice in Python's terms)."""
     raw = _lib.lib.clmad_last_error(ctx_handle)
-    message = raw.decode(errors="replace") if raw else ""
+    message = python_terms(raw.decode(errors="replace")) if raw else ""
     cls = _BY_STATUS.get(status, Error)
     raise cls(message or _lib.lib.clmad_status_string(status).decode(), status)
 

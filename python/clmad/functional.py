@@ -5,8 +5,6 @@ Every function records its adjoint on the tape (as the C call does) except
 compare, which gives a mask without a gradient. A Python number where a
 tensor is expected becomes a 0-d tensor of the other operand's dtype, a NumPy array a tensor (a copy).
 """
-import builtins
-import ctypes
 import numbers
 
 import numpy as np
@@ -58,8 +56,17 @@ def _real(x):
 
 def _tensor(x):
     if not isinstance(x, Tensor):
-        raise TypeError(f"clmad: expected a clmad.Tensor, got {type(x).__name__}")
+        hint = " (an array alone has no context: ctx.tensor(array))" if isinstance(x, np.ndarray) else ""
+        raise TypeError(f"clmad: expected a clmad.Tensor, got {type(x).__name__}{hint}")
     return x
+
+
+def _like(x, other):
+    """x as a Tensor beside the Tensor other: x itself, or a NumPy array copied into
+    other's context, float arrays in other's dtype (integer ones keep theirs)."""
+    if isinstance(x, np.ndarray):
+        return other._ctx.tensor(x, dtype=other.dtype if x.dtype.kind == "f" else None)
+    return _tensor(x)
 
 
 def _binary(fn, a, b):
@@ -142,8 +149,8 @@ def sqrt(x):
 
 def where(cond, a, b):
     """a where cond != 0, else b (no gradient to cond)."""
-    cond = _tensor(cond)
     ctx, a, b = _pair(a, b)
+    cond = _like(cond.astype(np.uint8) if isinstance(cond, np.ndarray) and cond.dtype == bool else cond, a)
     return new_tensor(ctx, L.clmad_where, cond._handle, a._handle, b._handle)
 
 
@@ -179,46 +186,10 @@ def max(x, axis=None, keepdims=False):  # noqa: A001
     return new_tensor(x._ctx, L.clmad_max, x._handle, int(axis), 1 if keepdims else 0)
 
 
-def argmax(x, axis=-1, keepdims=False):
-    """The first index of the largest element along axis (int64; NaN wins, as NumPy)."""
-    x = _tensor(x)
-    return new_tensor(x._ctx, L.clmad_argmax, x._handle, int(axis), 1 if keepdims else 0)
-
-
-def argmin(x, axis=-1, keepdims=False):
-    x = _tensor(x)
-    return new_tensor(x._ctx, L.clmad_argmin, x._handle, int(axis), 1 if keepdims else 0)
-
-
-def index_select(x, axis, index):
-    """The entries index (1-d int64) of x along axis; the gradient goes to x."""
-    x, index = _tensor(x), _tensor(index)
-    return new_tensor(x._ctx, L.clmad_index_select, x._handle, int(axis), index._handle)
-
-
-def embedding(weight, index):
-    """weight[index]: shape index.shape + (D,); the gradient goes to weight."""
-    weight, index = _tensor(weight), _tensor(index)
-    return new_tensor(weight._ctx, L.clmad_embedding, weight._handle, index._handle)
-
-
-def one_hot(index, classes, dtype=np.float32):
-    index = _tensor(index)
-    return new_tensor(index._ctx, L.clmad_one_hot, index._handle, int(classes), dtype_code(dtype))
-
-
 def cast(x, dtype):
     """x converted to dtype (differentiable between float32 and float64)."""
     x = _tensor(x)
     return new_tensor(x._ctx, L.clmad_cast, x._handle, dtype_code(dtype))
-
-
-def accuracy(logits, labels):
-    """The fraction of rows whose argmax is the label (a Python float)."""
-    logits, labels = _tensor(logits), _tensor(labels)
-    value = ctypes.c_double()
-    logits._ctx._check(L.clmad_accuracy(logits._ctx._live, logits._handle, labels._handle, ctypes.byref(value)))
-    return value.value
 
 
 def logsumexp(x, axis=-1, keepdims=False):
@@ -234,9 +205,12 @@ def log_softmax(x, axis=-1):
 
 
 def _tensors(fn, a, b):
-    """fn(ctx, a, b, &out) for two Tensors (no numbers)."""
+    """fn(ctx, a, b, &out) for two Tensors, or a Tensor and a NumPy array (no numbers)."""
     if a.__class__ is not Tensor or b.__class__ is not Tensor:  # (the hot path checks less)
-        _tensor(a), _tensor(b)
+        if isinstance(a, Tensor):
+            b = _like(b, a)
+        else:
+            a = _like(a, _tensor(b))
     return _binary(fn, a, b)
 
 
@@ -261,15 +235,21 @@ def _rank(x):
 
 
 def matmul(a, b, trans_a=False, trans_b=False):
-    """2-d @ 2-d (CLBlast), 3-d @ 3-d (batched); a 1-d operand is a row or a column."""
-    a, b = _tensor(a), _tensor(b)
-    rank_a, rank_b = _rank(a), _rank(b)
-    if rank_a == 1 and not trans_a:
-        return reshape(matmul(reshape(a, 1, -1), b, False, trans_b), -1)
-    if rank_b == 1 and not trans_b:
-        return reshape(matmul(a, reshape(b, -1, 1), trans_a, False), -1)
-    fn = L.clmad_bmm if rank_a == 3 else L.clmad_matmul
-    return new_tensor(a._ctx, fn, a._handle, b._handle, 1 if trans_a else 0, 1 if trans_b else 0)
+    """a @ b by NumPy's np.matmul rules (clmad_matmul, CLBlast): 2-d @ 2-d; a 1-d
+    operand is a row (a) or a column (b), its axis dropped from the result; the
+    axes before the last two are batch axes, broadcast. trans_a / trans_b
+    transpose the last two axes of a matrix operand. A NumPy array operand is
+    copied into a tensor of the other's dtype."""
+    ta, tb = 1 if trans_a else 0, 1 if trans_b else 0
+    if a.__class__ is Tensor and b.__class__ is Tensor:  # the hot path
+        ha, hb = a._h, b._h
+        if ha and hb:
+            return new_tensor(a._ctx, L.clmad_matmul, ha, hb, ta, tb)
+    if not isinstance(a, (Tensor, np.ndarray)) or not isinstance(b, (Tensor, np.ndarray)):
+        raise TypeError(f"matmul: operands are clmad.Tensor or NumPy arrays, not {type(a).__name__} and "
+                        f"{type(b).__name__}")
+    ctx, a, b = _pair(a, b)
+    return new_tensor(ctx, L.clmad_matmul, a._handle, b._handle, ta, tb)
 
 
 def reshape(x, *shape):
@@ -303,9 +283,12 @@ def transpose(x, *axes):
 
 
 def concat(tensors, axis=0):
-    tensors = [_tensor(t) for t in tensors]
-    if not tensors:
-        raise InvalidArgumentError("concat: no tensors")
+    """The tensors (NumPy arrays among them are copied) joined along axis."""
+    tensors = list(tensors)
+    first = next((t for t in tensors if isinstance(t, Tensor)), None)
+    if first is None:
+        raise InvalidArgumentError("concat: no tensors" if not tensors else "concat: no clmad.Tensor among them")
+    tensors = [_like(t, first) for t in tensors]
     handles = _lib.tensor_array([t._handle for t in tensors])
     return new_tensor(tensors[0]._ctx, L.clmad_concat, len(tensors), handles, int(axis))
 
@@ -313,34 +296,3 @@ def concat(tensors, axis=0):
 def slice(x, axis, start, stop):  # noqa: A001
     """Elements [start, stop) of x along axis (a copy)."""
     return new_tensor(_tensor(x)._ctx, L.clmad_slice, x._handle, int(axis), int(start), int(stop))
-
-
-def getitem(x, key):
-    """x[key] for integers and slices of step 1 (a copy)."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    if len(key) > x.ndim:
-        raise IndexError(f"too many indices ({len(key)}) for a tensor of rank {x.ndim}")
-    out, shape = x, list(x.shape)
-    keep = []
-    for axis, k in enumerate(key):
-        n = shape[axis]
-        if isinstance(k, numbers.Integral):
-            i = int(k) + n if k < 0 else int(k)
-            if not 0 <= i < n:
-                raise IndexError(f"index {k} out of range for axis {axis} of size {n}")
-            start, stop = i, i + 1
-        elif isinstance(k, builtins.slice):
-            start, stop, step = k.indices(n)
-            if step != 1:
-                raise IndexError("clmad: slices of step 1 only")
-            stop = start if stop < start else stop
-            keep.append(stop - start)
-        else:
-            raise IndexError(f"clmad: index by integers and slices only, not {type(k).__name__}")
-        if (start, stop) != (0, n):
-            out = slice(out, axis, start, stop)
-    keep.extend(shape[len(key):])
-    if len(keep) != x.ndim:
-        out = reshape(out, *keep)
-    return out

@@ -75,9 +75,17 @@ class Kernel:
     def _inputs(self, inputs):
         if len(inputs) != self.n_inputs:
             raise InvalidArgumentError(f"{self.name} takes {self.n_inputs} inputs, got {len(inputs)}")
-        dtype = next((x.dtype for x in inputs if isinstance(x, Tensor)), np.dtype(np.float32))
-        ts = [x if isinstance(x, Tensor) else self._ctx.scalar(x, dtype) for x in inputs]
-        return ts, _lib.tensor_array([t._handle for t in ts])
+        dtype = next((x.dtype for x in inputs if isinstance(x, Tensor) and x.dtype.kind == "f"),
+                     np.dtype(np.float32))
+        return self._as_tensors(inputs, dtype)
+
+    def _as_tensors(self, values, dtype):
+        """(Tensors, their C array): numbers as 0-d tensors and float NumPy arrays as
+        copies of dtype, integer arrays as copies of their own; None stays NULL."""
+        ts = [x if x is None or isinstance(x, Tensor) else
+              self._ctx.tensor(x, dtype=dtype if x.dtype.kind == "f" else None) if isinstance(x, np.ndarray) else
+              self._ctx.scalar(x, dtype) for x in values]
+        return ts, _lib.tensor_array([None if t is None else t._handle for t in ts])
 
     def _wrap(self, arr, n):
         return [Tensor(self._ctx, arr[i]) if arr[i] else None for i in range(n)]
@@ -129,15 +137,37 @@ class Kernel:
         """Forward mode: (outputs, out_tangents), out_tangents[o] = sum_j d out_o/d in_j t_j;
         a tangent None is zero."""
         ins, arr = self._inputs(tuple(inputs))
-        if len(tangents) != self.n_inputs:
-            raise InvalidArgumentError(f"jvp: {len(tangents)} tangents for {self.n_inputs} inputs")
-        tans = [None if t is None else t if isinstance(t, Tensor) else self._ctx.tensor(np.asarray(
-            t, dtype=ins[0].dtype)) for t in tangents]
-        tarr = _lib.tensor_array([t._handle if t is not None else None for t in tans])
+        _keep, tarr = self._tangents(ins, tangents, "jvp")
         outs = (_lib.tensor_p * self.n_outputs)()
         otan = (_lib.tensor_p * self.n_outputs)()
         self._run(L.clmad_broadcast_jvp, arr, tarr, outs, otan)
         return tuple(self._wrap(outs, self.n_outputs)), tuple(self._wrap(otan, self.n_outputs))
+
+    def _tangents(self, ins, tangents, call):
+        if len(tangents) != self.n_inputs:
+            raise InvalidArgumentError(f"{call}: {len(tangents)} tangents for {self.n_inputs} inputs")
+        return self._as_tensors([None if t is None else np.asarray(t) if not isinstance(t, Tensor) else t
+                                 for t in tangents], ins[0].dtype)
+
+    def second(self, inputs, tangents, active=None):
+        """Forward mode to second order along one direction (clmad_broadcast_second):
+        (outputs, out_tangents, partials, partial_tangents) with
+        out_tangents[o] = sum_j d out_o/d in_j t_j, partials[o][j] = d out_o/d in_j and
+        partial_tangents[o][j] = sum_i d2 out_o/d in_j d in_i t_i, elementwise (None
+        for an inactive input). A tangent None is zero; active: which inputs are
+        differentiated (all when None; an inactive one takes no tangent)."""
+        ins, arr = self._inputs(tuple(inputs))
+        _keep, tarr = self._tangents(ins, tangents, "second")
+        if active is not None and len(active) != self.n_inputs:
+            raise InvalidArgumentError(f"second: active has {len(active)} entries, not {self.n_inputs}")
+        act = _lib.int_array([1 if a else 0 for a in active]) if active is not None else None
+        n, m = self.n_inputs, self.n_outputs
+        outs, otan = (_lib.tensor_p * m)(), (_lib.tensor_p * m)()
+        parts, ptan = (_lib.tensor_p * (m * n))(), (_lib.tensor_p * (m * n))()
+        self._run(L.clmad_broadcast_second, arr, tarr, act, outs, otan, parts, ptan)
+        flat_parts, flat_ptan = self._wrap(parts, m * n), self._wrap(ptan, m * n)
+        return (tuple(self._wrap(outs, m)), tuple(self._wrap(otan, m)),
+                [flat_parts[o * n:(o + 1) * n] for o in range(m)], [flat_ptan[o * n:(o + 1) * n] for o in range(m)])
 
     def gradcheck(self, points, dtype=np.float64):
         """Worst relative error per input of the forward-mode partials against central

@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Optimizers over clmad_optimizer: PyTorch's SGD, Adam and AdamW formulas."""
+import os
+import tempfile
 from ctypes import byref
+
+import numpy as np
 
 from . import _lib
 from .errors import InvalidArgumentError, raise_for
@@ -53,6 +57,68 @@ class Optimizer:
         status = L.clmad_optimizer_set_lr(self._handle, float(lr))
         if status:
             raise_for(status, self._ctx._raw)
+
+    # --- state (clmad_optimizer_save / clmad_optimizer_load) -------------------
+    def save(self, path):
+        """Writes the state (moments or velocities, step counts, options) as a
+        safetensors file, PyTorch's names; the parameters are not in it (clmad.save)."""
+        status = L.clmad_optimizer_save(self._handle, os.fsencode(os.fspath(path)))
+        if status:
+            raise_for(status, self._ctx._raw)
+
+    def load(self, path):
+        """Loads a state saved by save() into this optimizer, which must have the same
+        kind, parameter count and parameter shapes (the same model): training goes
+        on with the same bits. The options stay this optimizer's own."""
+        status = L.clmad_optimizer_load(self._handle, os.fsencode(os.fspath(path)))
+        if status:
+            raise_for(status, self._ctx._raw)
+
+    _OPTIONS = ("lr", "momentum", "nesterov", "beta1", "beta2", "eps", "weight_decay")
+
+    def state_dict(self):
+        """The state as PyTorch lays it out, in new tensors (a copy):
+        {"state": {i: {"step": int, "exp_avg": Tensor, "exp_avg_sq": Tensor}},
+        "param_groups": [{"lr": ..., "betas": ..., "params": [0, 1, ...]}],
+        "kind": "sgd" | "adam" | "adamw", "steps": int} (SGD: "momentum_buffer"
+        where it has momentum)."""
+        from .files import _File
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "state.safetensors")
+            self.save(path)
+            with _File(path) as f:
+                meta = {key: f.metadata(key) for key in ("clmad.optimizer", "clmad.steps") + self._OPTIONS}
+                state = {i: {"step": int(f.metadata(f"param.{i}.step"))} for i in range(len(self.params))}
+                for name in f.names():  # "param.<i>.<slot>"
+                    _, i, slot = name.split(".", 2)
+                    state[int(i)][slot] = f.read(self._ctx, name)
+        group = {key: float(meta[key]) for key in ("lr", "momentum", "eps", "weight_decay")}
+        group.update(nesterov=meta["nesterov"] != "0", betas=(float(meta["beta1"]), float(meta["beta2"])),
+                     params=list(range(len(self.params))))
+        return {"state": state, "param_groups": [group], "kind": meta["clmad.optimizer"],
+                "steps": int(meta["clmad.steps"])}
+
+    def load_state_dict(self, state_dict):
+        """Loads a state_dict() of an optimizer of the same kind over parameters of the
+        same shapes (tensors or NumPy arrays); as load(), the options stay this
+        optimizer's own."""
+        from .files import save
+        try:
+            state, kind, steps = state_dict["state"], state_dict["kind"], state_dict["steps"]
+            tensors, meta = {}, {"clmad.optimizer": str(kind), "clmad.params": str(len(state)),
+                                 "clmad.steps": str(int(steps))}
+            for i, entry in state.items():
+                meta[f"param.{int(i)}.step"] = str(int(entry["step"]))
+                for slot, value in entry.items():
+                    if slot != "step":
+                        tensors[f"param.{int(i)}.{slot}"] = (value if isinstance(value, Tensor) else
+                                                             self._ctx.tensor(np.asarray(value)))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise InvalidArgumentError(f"load_state_dict: not a state_dict() of a clmad optimizer ({e!r})") from None
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "state.safetensors")
+            save(path, tensors, meta)
+            self.load(path)
 
 
 def _options(kind, **values):

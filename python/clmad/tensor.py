@@ -126,8 +126,18 @@ class Tensor:
         return out
 
     def __array__(self, dtype=None, copy=None):
+        """np.asarray(t): a copy of the values (NumPy 2's protocol). copy=False gives
+        the tensor's memory itself where the device's memory is the host's (a view
+        as np.from_dlpack's), and raises ValueError where that needs a copy."""
+        if copy is False:
+            from .dlpack import host_view
+            a = host_view(self)
+            if a is None or (dtype is not None and np.dtype(dtype) != a.dtype):
+                raise ValueError("clmad: np.asarray(t, copy=False) needs a copy here (the device's memory is "
+                                 "not the host's, the tensor is empty or 0-d, or the dtype differs)")
+            return a
         a = self.numpy()
-        return a if dtype is None else a.astype(dtype)
+        return a if dtype is None else a.astype(dtype, copy=False)
 
     def item(self):
         value = c_double()
@@ -248,6 +258,51 @@ class Tensor:
     def __rpow__(self, other):
         return F.pow(other, self)
 
+    # --- in place: the tensor's own storage, not recorded (clmad_tensor_axpby) ---
+    def __iadd__(self, other):
+        return self._in_place("+", other, 1.0)
+
+    def __isub__(self, other):
+        return self._in_place("-", other, -1.0)
+
+    def __imul__(self, other):
+        return self._in_place("*", other, None)
+
+    def __itruediv__(self, other):
+        return self._in_place("/", other, None)
+
+    def _in_place(self, op, other, alpha):
+        """self op= other on this tensor's storage, outside the tape (the tensor keeps
+        its identity, requires_grad and gradient: w -= lr * w.grad updates a leaf).
+        other: a Tensor, a NumPy array or a number, broadcast to self's shape.
+        Refused while the tape holds self, whose values backward needs."""
+        ctx = self._ctx
+        h = self._handle
+        if isinstance(other, np.ndarray):
+            other = F._like(other, self)
+        if alpha is not None and isinstance(other, Tensor) and other.shape == self.shape \
+                and other.dtype == self.dtype:
+            status = L.clmad_tensor_axpby(h, alpha, other._handle, 1.0)  # self = alpha other + self
+        elif op == "*" and F._real(other) is not None:
+            status = L.clmad_tensor_axpby(h, 0.0, None, F._real(other))  # self = value self
+        else:
+            with ctx.no_grad():
+                result = {"+": F.add, "-": F.sub, "*": F.mul, "/": F.div}[op](self, other)
+            if result.shape != self.shape:
+                from .errors import ShapeError
+                raise ShapeError(f"{op}=: the result has shape {result.shape}, the tensor {self.shape} "
+                                 "(an in-place update keeps the tensor's shape)")
+            status = L.clmad_tensor_copy(h, result._handle)
+        if status:
+            from .errors import StateError
+            if status == StateError.status:
+                raise StateError(f"{op}= in place: the tape holds this tensor (an input or the output of an "
+                                 "operation recorded since the last backward), whose values backward needs; "
+                                 "update it after loss.backward(), or drop the tape with ctx.tape_clear()",
+                                 status)
+            raise_for(status, ctx._raw)
+        return self
+
     def __neg__(self):
         return F.neg(self)
 
@@ -281,7 +336,7 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __getitem__(self, key):
-        return F.getitem(self, key)
+        return indexing.getitem(self, key)
 
     # --- methods that are functions of functional.py ----------------------------
     def sum(self, axis=None, keepdims=False):
@@ -292,6 +347,12 @@ class Tensor:
 
     def max(self, axis=None, keepdims=False):
         return F.max(self, axis, keepdims)
+
+    def argmax(self, axis=-1, keepdims=False):
+        return indexing.argmax(self, axis, keepdims)
+
+    def argmin(self, axis=-1, keepdims=False):
+        return indexing.argmin(self, axis, keepdims)
 
     def logsumexp(self, axis=-1, keepdims=False):
         return F.logsumexp(self, axis, keepdims)
@@ -332,4 +393,5 @@ class Tensor:
 
 
 from . import functional as F  # noqa: E402 (the operators call it at run time)
+from . import indexing  # noqa: E402
 from .second_order import hvp  # noqa: E402

@@ -1,17 +1,51 @@
 # SPDX-License-Identifier: Apache-2.0
+import os
+
 import numpy as np
 import pytest
 
 import clmad
 
+# CLMAD_TEST_NO_FP64=1 makes every test context refuse float64, as on a device
+# without fp64 (the C tests read it too): the float32 tests run, the float64
+# ones skip.
+NO_FP64 = os.environ.get("CLMAD_TEST_NO_FP64", "").startswith("1")
+F64_SKIP = "the device has no fp64: this test checks in float64"
+
+
+def new_context(**options):
+    """A context of the tests' own, with fp64 off under CLMAD_TEST_NO_FP64=1."""
+    return clmad.Context(disable_fp64=NO_FP64, **options)
+
 
 @pytest.fixture(scope="session")
 def ctx():
-    c = clmad.Context()
-    if not c.device.fp64:
-        pytest.skip("the device has no fp64: these tests check in float64")
+    """The session's context, on any device: tests that need float64 take ctx64
+    or the dtype fixture, which skip without fp64."""
+    c = new_context()
     yield c
     c.close()
+
+
+@pytest.fixture
+def ctx64(ctx):
+    """The session's context, for a test that checks in float64."""
+    if not ctx.fp64:
+        pytest.skip(F64_SKIP)
+    return ctx
+
+
+@pytest.fixture(params=[np.float32, np.float64], ids=["f32", "f64"])
+def dtype(request, ctx):
+    """Each float dtype in turn; float64 skips on a device without fp64."""
+    if request.param is np.float64 and not ctx.fp64:
+        pytest.skip(F64_SKIP)
+    return np.dtype(request.param)
+
+
+def rtol(dtype, f64):
+    """A relative tolerance: f64's for float64, float32's for float32."""
+    return f64 if dtype == np.float64 else 1e-5
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import clmad
+from conftest import new_context
 
 COUNTING = textwrap.dedent("""
     import collections, ctypes, json, sys
@@ -122,15 +123,14 @@ def test_each_operation_makes_the_calls_that_c_makes(calls_per_operation):
                                          "clmad_tensor_zero_grad": 1, "clmad_tensor_release": 2}
     assert c["product"] == {"clmad_mul": 1, "clmad_tensor_release": 1}
     assert c["scalar_product"] == {"clmad_mul_scalar": 1, "clmad_tensor_release": 1}
-    # matmul asks the rank of its operands: one call for the fresh output of tanh,
-    # none for tensors made from arrays (their shape is known at creation)
-    assert c["mlp_step"] == {"clmad_matmul": 2, "clmad_add": 2, "clmad_tanh": 1, "clmad_tensor_ndim": 1,
+    # (matmul is clmad_matmul whatever the ranks: no question about them first)
+    assert c["mlp_step"] == {"clmad_matmul": 2, "clmad_add": 2, "clmad_tanh": 1,
                              "clmad_cross_entropy": 1, "clmad_optimizer_zero_grad": 1, "clmad_backward": 1,
                              "clmad_optimizer_step": 1, "clmad_tensor_item": 1, "clmad_tensor_release": 6}
 
 
 def test_fast_paths_keep_the_checks(ctx):
-    x, y = ctx.tensor(np.ones(3)), ctx.tensor(np.full(3, 2.0))
+    x, y = ctx.tensor(np.ones(3, np.float32)), ctx.tensor(np.full(3, 2.0, np.float32))
     k = ctx.kernel("T f(T x, T a) { return a * x; }", "f")
     with pytest.raises(clmad.InvalidArgumentError, match="takes 2 inputs, got 1"):
         k(x)
@@ -141,15 +141,15 @@ def test_fast_paths_keep_the_checks(ctx):
         clmad.dot(x, 2.0)
     with pytest.raises(TypeError):
         x * "text"
-    gone = ctx.tensor(np.ones(3))
+    gone = ctx.tensor(np.ones(3, np.float32))
     gone.release()
     for use in (lambda: k(x, gone), lambda: k(gone, 1.0), lambda: clmad.dot(x, gone), lambda: gone * x,
                 lambda: x * gone, lambda: gone * 2.0, lambda: gone.backward(), lambda: gone.zero_grad(),
                 lambda: -gone, lambda: gone.sum()):
         with pytest.raises(clmad.ReleasedError):
             use()
-    other = clmad.Context()
-    u, v = other.tensor(np.ones(3), requires_grad=True), other.tensor(np.ones(3))
+    other = new_context()
+    u, v = other.tensor(np.ones(3, np.float32), requires_grad=True), other.tensor(np.ones(3, np.float32))
     ku = other.kernel("T f(T x, T a) { return a * x; }", "f")
     loss = clmad.dot(u, v)
     other.close()
@@ -164,17 +164,18 @@ def test_fast_paths_give_what_the_general_path_gives(ctx):
     class Sub(clmad.Tensor):
         __slots__ = ()
 
-    a = np.array([0.5, -1.0, 2.0])
+    a = np.array([0.5, -1.0, 2.0], np.float32)
     x = ctx.tensor(a, requires_grad=True)
     plain = ctx.tensor(a)
     sx = Sub(ctx, clmad._lib.lib.clmad_tensor_retain(plain._handle))  # a subclass: the general path
     k = ctx.kernel("T f(T x, T a) { return a * x + 1; }", "f")
     for value in (3, 3.0, np.float64(3.0), np.float32(3.0), True):
-        np.testing.assert_array_equal(k(x, value).numpy(), a * float(value) + 1)
-        np.testing.assert_array_equal((x * value).numpy(), a * float(value))
-        np.testing.assert_array_equal((value * x).numpy(), a * float(value))
-        np.testing.assert_array_equal((x - value).numpy(), a - float(value))
-        np.testing.assert_array_equal((value - x).numpy(), float(value) - a)
+        v = np.float32(value)
+        np.testing.assert_array_equal(k(x, value).numpy(), a * v + 1)
+        np.testing.assert_array_equal((x * value).numpy(), a * v)
+        np.testing.assert_array_equal((value * x).numpy(), a * v)
+        np.testing.assert_array_equal((x - value).numpy(), a - v)
+        np.testing.assert_array_equal((value - x).numpy(), v - a)
     np.testing.assert_array_equal(k(sx, x).numpy(), a * a + 1)
     np.testing.assert_array_equal((sx * x).numpy(), a * a)
     np.testing.assert_array_equal(clmad.dot(sx, x).numpy(), a @ a)
@@ -185,7 +186,7 @@ def test_fast_paths_give_what_the_general_path_gives(ctx):
         with pytest.raises(clmad.ReleasedError):
             t.numpy()
     clmad.dot(k(x, 2.0), x).backward()  # d/dx sum((2x + 1) x) = 4x + 1
-    np.testing.assert_allclose(x.grad.numpy(), 4 * a + 1, rtol=1e-15)
+    np.testing.assert_allclose(x.grad.numpy(), 4 * a + 1, rtol=1e-7)
     x.zero_grad()
     assert x.grad is None
 
@@ -196,7 +197,7 @@ def test_a_long_scope_keeps_its_bookkeeping_small(ctx):
     scope holds a bounded number, and the end releases exactly the live ones.
     (Blank Tensor objects take the memory of the collected ones, so that new
     tensors get new ids and do not simply overwrite the dead entries.)"""
-    x = ctx.tensor(np.arange(3.0))
+    x = ctx.tensor(np.arange(3.0, dtype=np.float32))
     blanks = []
     with ctx.scope() as s:
         kept, live = s.keep(x * 2), x * 3
@@ -214,8 +215,8 @@ def test_a_long_scope_keeps_its_bookkeeping_small(ctx):
 def test_fast_paths_keep_memory_flat_over_10000_cycles(ctx):
     """Python's memory (tracemalloc) and the library's (live tensor bytes) come
     back to where they were, with the cycles inside a scope too."""
-    x = ctx.tensor(np.ones(16), requires_grad=True)
-    w = ctx.tensor(np.full(16, 0.5))
+    x = ctx.tensor(np.ones(16, np.float32), requires_grad=True)
+    w = ctx.tensor(np.full(16, 0.5, np.float32))
     k = ctx.kernel("T f(T x, T a) { return a * x + 1; }", "f")
 
     def cycle():

@@ -5,13 +5,15 @@ import numpy as np
 import pytest
 
 import clmad
+from conftest import F64_SKIP, new_context
 
 SQUARE_TANH = "T f(T x, T a) { T t = tanh(a * x); return t * t + a * x * x * x; }"
 
 
 @pytest.fixture
-def retained(ctx):
+def retained(ctx64):
     """The session context with its tape kept through backward, restored afterwards."""
+    ctx = ctx64
     before = ctx.retain_tape
     ctx.retain_tape = True
     yield ctx
@@ -74,9 +76,9 @@ def test_parameter_not_in_the_loss_gets_zeros(retained, rng):
 
 def test_needs_the_tape_after_backward(rng):
     """Before backward the tape is there; backward consumes it unless retained."""
-    with clmad.Context() as c:
-        if not c.device.fp64:
-            pytest.skip("the device has no fp64: this test checks in float64")
+    with new_context() as c:
+        if not c.fp64:
+            pytest.skip(F64_SKIP)
         x = c.tensor(rng.uniform(-1, 1, 5), requires_grad=True)
         loss = x.tanh().sum()
         clmad.hvp(loss, [x], [np.ones(5)])

@@ -54,6 +54,10 @@ void clmad__device_fill_info(cl_platform_id p, cl_device_id d, int pi, int di, c
     if (clGetDeviceInfo(d, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp, &fp, NULL) != CL_SUCCESS)
         fp = 0;
     out->fp64 = fp != 0;
+    cl_bool unified = CL_FALSE;
+    if (clGetDeviceInfo(d, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL) != CL_SUCCESS)
+        unified = CL_FALSE;
+    out->host_unified_memory = unified != CL_FALSE;
 }
 
 /* Device enumeration is serialised process-wide: POCL 3.1 initialises its

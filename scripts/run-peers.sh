@@ -38,6 +38,9 @@ icd="$build/peers-icd"
 mkdir -p "$icd"
 cp /etc/OpenCL/vendors/pocl.icd "$icd/"
 export OCL_ICD_VENDORS="$icd" POCL_CACHE_DIR="$build/pocl-cache" CLMAD_DEVICE=
+# torch.compile's kernels for this host's ISA alone (scripts/run-portability.sh
+# keeps another cache for its AVX2 runs: Inductor would reuse one for the other).
+export TORCHINDUCTOR_CACHE_DIR="$build/inductor-cache/host"
 
 run_clmad() { "$build/bench_hmlstm" --dims "$dims" --reps "$reps" --out "$1" >&2; }
 run_peer() { (cd bench/peers && "$venv/bin/python" "peer_$2.py" --dims "$dims" --reps "$reps" --json "$1/$2.json") >&2; }

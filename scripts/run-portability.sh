@@ -60,7 +60,11 @@ if "$venv/bin/python" -c "import torch, jax" 2>/dev/null; then
 else
   echo "run-portability: no peers ($venv lacks torch or jax: make bench-peers installs them)" >&2
 fi
-avx2_env=(ATEN_CPU_CAPABILITY=avx2 XLA_FLAGS=--xla_cpu_max_isa=AVX2)
+# Inductor's cache (torch.compile) keeps kernels built for one ISA and hands
+# them to the other: under ATEN_CPU_CAPABILITY=avx2 after a run on AVX-512 it
+# computed a wrong GELU (1.4 off) or corrupted the heap. One cache per ISA.
+export TORCHINDUCTOR_CACHE_DIR="$build/inductor-cache/host"
+avx2_env=(ATEN_CPU_CAPABILITY=avx2 XLA_FLAGS=--xla_cpu_max_isa=AVX2 TORCHINDUCTOR_CACHE_DIR="$build/inductor-cache/avx2")
 
 run_impl() { # round-dir name env...
   local dir=$1 name=$2

@@ -64,6 +64,27 @@ def generate(d):
     return {"x": x, "labels": labels, "W1": w1, "b1": b1, "W2": w2, "b2": b2}
 
 
+def reference_loss(data):
+    """The loss before any step, in float64 NumPy: what every tool's first loss must be."""
+    x, w1, b1, w2, b2 = (data[k].astype(np.float64) for k in ("x", "W1", "b1", "W2", "b2"))
+    z = x @ w1 + b1
+    h = 0.5 * z * (1 + np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z ** 3)))
+    logits = h @ w2 + b2
+    m = logits.max(axis=1, keepdims=True)
+    lse = m[:, 0] + np.log(np.exp(logits - m).sum(axis=1))
+    return float(np.mean(lse - logits[np.arange(len(logits)), data["labels"]]))
+
+
+def losses_ok(losses, ref, label):
+    """A peer's first losses: the first within 1e-6 of the float64 loss (1e-7
+    measured), all finite and falling over the steps; says so when not."""
+    rel = abs(losses[0] - ref) / abs(ref)
+    ok = rel <= 1e-6 and all(np.isfinite(losses)) and losses[-1] < losses[0]
+    if not ok:
+        print(f"  {label}: WRONG, losses {losses} (float64 first loss {ref:.9g}, off by {rel:.1e}): not timed")
+    return ok
+
+
 def step_flops(d):
     """Multiply-adds x 2 of the two forward GEMMs, dW1, dW2 and the hidden adjoint (as bench_mlp)."""
     b, i, h, c = d

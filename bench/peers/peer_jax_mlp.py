@@ -59,17 +59,23 @@ class Trainer:
 
 def main():
     args = mlp_inputs.parse_args(__doc__)
-    runs = []
+    runs, wrong = [], 0
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}, MLP step, float32, median of {args.reps}")
     for d in args.sizes:
-        t = Trainer(mlp_inputs.generate(d))
+        data = mlp_inputs.generate(d)
+        name = mlp_inputs.dims_text(d)
+        t = Trainer(data)
         losses = [float(t.step()) for _ in range(args.check_steps)]  # compiles on the first
+        if not mlp_inputs.losses_ok(losses, mlp_inputs.reference_loss(data), f"{name} jit"):
+            wrong += 1
+            continue
         ms = inputs.median_ms(t.step, args.reps)
         gflops = mlp_inputs.step_flops(d) / ms * 1e-6
-        name = mlp_inputs.dims_text(d)
         print(f"{name}: jit {ms:9.3f} ms {gflops:8.1f} GFLOP/s  losses {losses[0]:.6f} .. {losses[-1]:.6f}")
         runs.append({"dims": name, "variant": "jit", "median_ms": ms, "gflops": gflops, "losses": losses})
     inputs.write_json(args.json, "jax", jax.__version__, runs, benchmark="mlp")
+    if wrong:
+        raise SystemExit(f"peer_jax_mlp: {wrong} size(s) computed a wrong loss")
 
 
 if __name__ == "__main__":

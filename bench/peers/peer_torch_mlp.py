@@ -57,19 +57,25 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"{torch.get_num_threads()} threads"
     print(f"torch {torch.__version__}, {where}, MLP step, float32, median of {args.reps}")
-    runs = []
+    runs, wrong = [], 0
     for d in args.sizes:
         data = mlp_inputs.generate(d)
+        ref = mlp_inputs.reference_loss(data)
+        name = mlp_inputs.dims_text(d)
         for variant in ("eager", "compile"):
             t = Trainer(data, device, compiled=variant == "compile")
             losses = [t.step().item() for _ in range(args.check_steps)]  # compiles on the first
+            if not mlp_inputs.losses_ok(losses, ref, f"{name} {variant}"):
+                wrong += 1
+                continue
             ms = inputs.median_ms(t.step, args.reps)
             gflops = mlp_inputs.step_flops(d) / ms * 1e-6
-            name = mlp_inputs.dims_text(d)
             print(f"{name}: {variant:8s} {ms:9.3f} ms {gflops:8.1f} GFLOP/s  losses {losses[0]:.6f} .. {losses[-1]:.6f}")
             runs.append({"dims": name, "variant": variant, "device": str(device), "median_ms": ms,
                          "gflops": gflops, "losses": losses})
     inputs.write_json(args.json, "torch", torch.__version__, runs, benchmark="mlp")
+    if wrong:
+        raise SystemExit(f"peer_torch_mlp: {wrong} variant(s) computed a wrong loss")
 
 
 if __name__ == "__main__":

@@ -12,9 +12,17 @@
  *   fused     gelu_bias(z, b1): the bias added inside the activation
  *             kernel (b1's gradient is the reduction of its partials)
  *   separate  clmad_add(z, b1), then gelu(h): the bias as a builtin
- * Each variant trains its own copy of the parameters from the same start.
- * Before timing, CHECK_STEPS untimed steps read the loss at each step: it
- * must be finite and fall, and both variants must agree; with --check-dir
+ *   per-param fused, with the optimizer launched once per parameter
+ *             (clmad__optimizer_launch_per_parameter) instead of its
+ *             grouped launch (one kernel for all four): the same bits
+ *   gemms     the step's five matrix products alone (x W1, a W2, x^T dz,
+ *             a^T dz2, dz2 W2^T), recording off: the floor that CLBlast's
+ *             GEMMs set on this device
+ * fused, separate and per-param each train their own copy of the
+ * parameters from the same start.
+ * Before timing, K untimed steps (--check-steps, default 5) read the loss
+ * at each step: it must be finite and fall, and the variants must agree
+ * (losses within 1e-5 relative, parameters within 2 lr a step); with --check-dir
  * the fused variant's parameters after those steps and its losses (as
  * metadata) go to <dir>/<device>.mlp.<dims>.safetensors, which
  * bench/peers/check_mlp.py compares with PyTorch on the same inputs.
@@ -27,6 +35,7 @@
  * Writes <out>/<device>.mlp.json; progress on stderr.
  */
 #include "bench_common.h"
+#include "internal.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -39,8 +48,8 @@ static const char *GELU_SOURCE =
     "}\n"
     "T gelu_bias(T z, T b) { return gelu(z + b); }\n";
 
-enum { FUSED, SEPARATE, NV };
-static const char *NAMES[NV] = {"fused", "separate"};
+enum { FUSED, SEPARATE, PER_PARAM, GEMMS, NV, NMODELS = GEMMS };
+static const char *NAMES[NV] = {"fused", "separate", "per-param", "gemms"};
 
 enum { MAX_SIZES = 8, MAX_CHECK_STEPS = 64 };
 
@@ -57,7 +66,7 @@ typedef struct bench {
     clmad_context *ctx;
     clmad_kernel *gelu, *gelu_bias;
     clmad_tensor *x, *labels;
-    model m[NV];
+    model m[NMODELS];
 } bench;
 
 static const char *PARAM_NAMES[4] = {"W1", "b1", "W2", "b2"};
@@ -113,7 +122,7 @@ static void setup(bench *b, dims d)
         count[i] = shapes[i][0] * (i % 2 ? 1 : shapes[i][1]);
         host[i] = draw(count[i], scales[i]);
     }
-    for (int v = 0; v < NV; v++) {
+    for (int v = 0; v < NMODELS; v++) {
         for (int i = 0; i < 4; i++) {
             BENCH_CHECK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 2 - i % 2, shapes[i], host[i], &b->m[v].p[i]));
             BENCH_CHECK(ctx, clmad_tensor_set_requires_grad(b->m[v].p[i], 1));
@@ -121,6 +130,7 @@ static void setup(bench *b, dims d)
         clmad_optimizer_options o;
         clmad_optimizer_options_init(&o, CLMAD_OPTIM_ADAM); /* lr 1e-3, 0.9, 0.999, 1e-8 */
         BENCH_CHECK(ctx, clmad_optimizer_create(ctx, &o, b->m[v].p, 4, &b->m[v].opt));
+        clmad__optimizer_launch_per_parameter(b->m[v].opt, v == PER_PARAM);
     }
     for (int i = 0; i < 4; i++)
         free(host[i]);
@@ -128,7 +138,7 @@ static void setup(bench *b, dims d)
 
 static void teardown(bench *b)
 {
-    for (int v = 0; v < NV; v++) {
+    for (int v = 0; v < NMODELS; v++) {
         clmad_optimizer_release(b->m[v].opt);
         for (int i = 0; i < 4; i++)
             clmad_tensor_release(b->m[v].p[i]);
@@ -145,7 +155,7 @@ static void step(bench *b, int v, double *loss)
     clmad_tensor **p = b->m[v].p, *z, *h, *a, *z2, *logits, *l;
     BENCH_CHECK(ctx, clmad_scope_begin(ctx));
     BENCH_CHECK(ctx, clmad_matmul(ctx, b->x, p[0], 0, 0, &z));
-    if (v == FUSED) {
+    if (v != SEPARATE) {
         clmad_tensor *in[2] = {z, p[1]};
         BENCH_CHECK(ctx, clmad_broadcast(ctx, b->gelu_bias, in, &a));
     } else {
@@ -163,6 +173,24 @@ static void step(bench *b, int v, double *loss)
     BENCH_CHECK(ctx, clmad_scope_end(ctx));
 }
 
+/* The step's matrix products with the shapes and transpositions of its
+ * forward and backward, recording off; the products' inputs stand in for
+ * the adjoints of the same shapes (values do not change a GEMM's time). */
+static void gemms(bench *b)
+{
+    clmad_context *ctx = b->ctx;
+    clmad_tensor **p = b->m[FUSED].p, *z, *z2, *dw1, *dw2, *da;
+    BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 0));
+    BENCH_CHECK(ctx, clmad_scope_begin(ctx));
+    BENCH_CHECK(ctx, clmad_matmul(ctx, b->x, p[0], 0, 0, &z));  /* x W1 */
+    BENCH_CHECK(ctx, clmad_matmul(ctx, z, p[2], 0, 0, &z2));    /* a W2 */
+    BENCH_CHECK(ctx, clmad_matmul(ctx, b->x, z, 1, 0, &dw1));   /* x^T dz */
+    BENCH_CHECK(ctx, clmad_matmul(ctx, z, z2, 1, 0, &dw2));     /* a^T dz2 */
+    BENCH_CHECK(ctx, clmad_matmul(ctx, z2, p[2], 0, 1, &da));   /* dz2 W2^T */
+    BENCH_CHECK(ctx, clmad_scope_end(ctx));
+    BENCH_CHECK(ctx, clmad_set_grad_enabled(ctx, 1));
+}
+
 static uint64_t g_kernels[NV];
 
 static double timed_step(bench *b, int v)
@@ -171,7 +199,10 @@ static double timed_step(bench *b, int v)
     BENCH_CHECK(b->ctx, clmad_finish(b->ctx));
     BENCH_CHECK(b->ctx, clmad_context_stats(b->ctx, &s0));
     double t0 = bench_now();
-    step(b, v, NULL);
+    if (v == GEMMS)
+        gemms(b);
+    else
+        step(b, v, NULL);
     BENCH_CHECK(b->ctx, clmad_finish(b->ctx));
     double dt = bench_now() - t0;
     BENCH_CHECK(b->ctx, clmad_context_stats(b->ctx, &s1));
@@ -189,18 +220,19 @@ static float *read_all(clmad_tensor *t, size_t n)
     return h;
 }
 
-/* The largest difference between the two variants' parameters, relative
- * to the learning rate (each Adam step moves an element by about lr). */
-static double variants_apart(bench *b, dims d)
+/* The largest difference between model v's parameters and the fused
+ * variant's, relative to the learning rate (each Adam step moves an
+ * element by about lr). */
+static double apart_from_fused(bench *b, dims d, int v)
 {
     size_t count[4] = {d.in * d.hidden, d.hidden, d.hidden * d.classes, d.classes};
     double worst = 0;
     for (int i = 0; i < 4; i++) {
-        float *f = read_all(b->m[FUSED].p[i], count[i]), *s = read_all(b->m[SEPARATE].p[i], count[i]);
+        float *f = read_all(b->m[FUSED].p[i], count[i]), *o = read_all(b->m[v].p[i], count[i]);
         for (size_t e = 0; e < count[i]; e++)
-            worst = fmax(worst, fabs((double)f[e] - (double)s[e]) / 1e-3);
+            worst = fmax(worst, fabs((double)f[e] - (double)o[e]) / 1e-3);
         free(f);
-        free(s);
+        free(o);
     }
     return worst;
 }
@@ -211,29 +243,32 @@ static double variants_apart(bench *b, dims d)
 static void check_steps(bench *b, dims d, const char *dims_text, int k, double *losses, const char *check_dir,
                         const char *slug)
 {
-    double other[MAX_CHECK_STEPS];
     for (int s = 0; s < k; s++) {
-        step(b, FUSED, &losses[s]);
-        step(b, SEPARATE, &other[s]);
-        if (!isfinite(losses[s]) || fabs(losses[s] - other[s]) > 1e-5 * fabs(losses[s])) {
-            fprintf(stderr, "bench_mlp: %s, step %d: loss %.9g (fused), %.9g (separate)\n", dims_text, s,
-                    losses[s], other[s]);
-            exit(1);
+        for (int v = 0; v < NMODELS; v++) {
+            double loss = 0;
+            step(b, v, v == FUSED ? &losses[s] : &loss);
+            if (v == FUSED ? !isfinite(losses[s]) : fabs(loss - losses[s]) > 1e-5 * fabs(losses[s])) {
+                fprintf(stderr, "bench_mlp: %s, step %d: loss %.9g (fused), %.9g (%s)\n", dims_text, s, losses[s],
+                        v == FUSED ? losses[s] : loss, NAMES[v]);
+                exit(1);
+            }
         }
     }
-    if (k > 1 && !(losses[k - 1] < losses[0])) {
+    if (!(losses[k - 1] < losses[0])) {
         fprintf(stderr, "bench_mlp: %s: the loss did not fall in %d steps (%.9g to %.9g)\n", dims_text, k,
                 losses[0], losses[k - 1]);
         exit(1);
     }
     /* Adam takes each element's step from the sign and size of its own
      * moments, so an element whose gradient is rounding noise may step the
-     * other way: allow 2 lr for such elements, no more. */
-    double apart = variants_apart(b, d);
-    if (apart > 2.0 * k) {
-        fprintf(stderr, "bench_mlp: %s: the variants' parameters differ by %.3g lr after %d steps\n",
-                dims_text, apart, k);
-        exit(1);
+     * other way: allow 2 lr a step for such elements, no more. */
+    for (int v = SEPARATE; v < NMODELS; v++) {
+        double apart = apart_from_fused(b, d, v);
+        if (apart > 2.0 * k) {
+            fprintf(stderr, "bench_mlp: %s: %s's parameters differ from fused's by %.3g lr after %d steps\n",
+                    dims_text, NAMES[v], apart, k);
+            exit(1);
+        }
     }
     if (!check_dir)
         return;
@@ -331,7 +366,8 @@ int main(int argc, char **argv)
         double *t = malloc((size_t)reps * NV * sizeof *t);
         for (int r = -2; r < reps; r++) {
             fprintf(stderr, "\rbench_mlp: %s, round %d/%d   ", dims_text, r + 3, reps + 2);
-            for (int v = 0; v < NV; v++) {
+            for (int j = 0; j < NV; j++) {
+                int v = r % 2 ? NV - 1 - j : j; /* every other round in reverse: no variant always first */
                 double dt = timed_step(&b, v);
                 if (r >= 0)
                     t[v * reps + r] = dt;
@@ -349,7 +385,7 @@ int main(int argc, char **argv)
                dims_text, losses[0], losses[k - 1], k - 1, after, k + reps + 2);
         for (int v = 0; v < NV; v++) {
             med[v] = bench_median(t + v * reps, reps);
-            printf("  %-9s %10.3f ms  %8.1f GFLOP/s  %3llu kernels\n", NAMES[v], med[v] * 1e3,
+            printf("  %-10s %10.3f ms  %8.1f GFLOP/s  %3llu kernels\n", NAMES[v], med[v] * 1e3,
                    step_flops(d) / med[v] * 1e-9, (unsigned long long)g_kernels[v]);
             fprintf(json, "%s\n    {\"dims\": \"%s\", \"batch\": %zu, \"in\": %zu, \"hidden\": %zu, "
                           "\"classes\": %zu, \"variant\": \"%s\", \"median_ms\": %.4f, \"gflops\": %.2f, "
@@ -360,7 +396,8 @@ int main(int argc, char **argv)
                 fprintf(json, "%s%.9g", s ? ", " : "", losses[s]);
             fprintf(json, "], \"loss_after\": %.9g, \"steps\": %d}", after, k + reps + 3);
         }
-        printf("  separate/fused %.2f\n", med[SEPARATE] / med[FUSED]);
+        printf("  separate/fused %.2f  per-param/fused %.2f  gemms/fused %.2f (the matrix products' share)\n",
+               med[SEPARATE] / med[FUSED], med[PER_PARAM] / med[FUSED], med[GEMMS] / med[FUSED]);
         free(t);
         teardown(&b);
     }

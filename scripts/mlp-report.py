@@ -26,6 +26,8 @@ import sys
 # (key, heading, tool, variant)
 COLUMNS = [("clmad_fused", "clmad fused", "clmad", "fused"),
            ("clmad_separate", "clmad separate", "clmad", "separate"),
+           ("clmad_per-param", "clmad per-param Adam", "clmad", "per-param"),
+           ("clmad_gemms", "clmad GEMMs alone", "clmad", "gemms"),
            ("torch_eager", "torch eager", "torch", "eager"),
            ("torch_compile", "torch.compile", "torch", "compile"),
            ("jax_jit", "JAX jit", "jax", "jit")]
@@ -116,9 +118,11 @@ def rows_of(src, peers):
         times = {key: src.ms.get((d, key)) or (peers.ms.get((d, key)) if peers else None) for key, *_ in COLUMNS}
         ms = {key: median(v) for key, v in times.items()}
         ratios = {key: ms["clmad_fused"] / ms[key] if ms["clmad_fused"] and ms[key] else None for key, _ in RATIOS}
+        share = ms["clmad_gemms"] / ms["clmad_fused"] if ms["clmad_gemms"] and ms["clmad_fused"] else None
         flops = src.flops.get(d)
         rows.append({"implementation": src.name, "device": src.meta.get("device", "?"),
                      "driver": src.meta.get("driver", "?"), "dims": d, "ms": ms, "ratios": ratios,
+                     "gemm_share": share,
                      "gflops": {k: flops / v * 1e-6 if flops and v else None for k, v in ms.items()},
                      "rounds": times,
                      "losses": {**src.losses.get(d, {}), **(peers.losses.get(d, {}) if peers else {})}})
@@ -127,13 +131,14 @@ def rows_of(src, peers):
 
 def table(rows, with_impl):
     head = (["implementation"] if with_impl else []) + ["size (BxIxHxC)"] + [c[1] for c in COLUMNS] + \
-        [r[1] for r in RATIOS] + ["clmad GFLOP/s", "best peer GFLOP/s"]
+        [r[1] for r in RATIOS] + ["GEMMs / fused", "clmad GFLOP/s", "best peer GFLOP/s"]
     out = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for r in rows:
         peer_g = [r["gflops"][k] for k in ("torch_eager", "torch_compile", "jax_jit") if r["gflops"][k]]
         cells = ([r["implementation"]] if with_impl else []) + [r["dims"]] + \
             [fmt(r["ms"][c[0]], 3 if (r["ms"][c[0]] or 99) < 10 else 1) for c in COLUMNS] + \
-            [fmt(r["ratios"][k]) for k, _ in RATIOS] + [fmt(r["gflops"]["clmad_fused"], 1), fmt(max(peer_g, default=None), 1)]
+            [fmt(r["ratios"][k]) for k, _ in RATIOS] + [fmt(r["gemm_share"]), fmt(r["gflops"]["clmad_fused"], 1),
+                                                         fmt(max(peer_g, default=None), 1)]
         out.append("| " + " | ".join(cells) + " |")
     return out
 
@@ -176,7 +181,9 @@ STEP = ("one training step: logits = gelu(x W1 + b1) W2 + b2 (GELU in its tanh f
         "over T in clmad), mean softmax cross-entropy against integer labels, backward, one Adam step on "
         "W1, b1, W2, b2 (lr 1e-3, betas 0.9, 0.999, eps 1e-8), float32, the same inputs for every tool "
         "(bench/peers/mlp_inputs.py). clmad fused adds b1 inside the GELU kernel, clmad separate with "
-        "clmad_add; torch.compile compiles the loss (and its backward) and the Adam step; JAX jits the "
+        "clmad_add; clmad per-param Adam is fused with the optimizer launched once per parameter instead of "
+        "its grouped launch (one kernel for the four); clmad GEMMs alone times the step's five matrix products (CLBlast) and nothing else, "
+        "and GEMMs / fused is their share of the step; torch.compile compiles the loss (and its backward) and the Adam step; JAX jits the "
         "whole step, matrix products in true float32. GFLOP/s count the five GEMMs of the step "
         "(4 B I H + 6 B H C). Ratios are time ratios: above 1, clmad is slower.")
 

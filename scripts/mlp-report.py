@@ -269,7 +269,7 @@ def main():
     what = ("`make bench-peers` (scripts/run-peers.sh)" if mode == "peers" else
             "`make bench-portability` (scripts/run-portability.sh), bench_mlp on each OpenCL implementation "
             "installed, the peers on the same CPU (for POCL's AVX2 library: limited to AVX2 too); GPU rows "
-            "recorded on another machine, their peers on the same GPU in the same run,")
+            "recorded on another machine, their peers on the same GPU in the same run")
     header = [f"# clmad and its peers: MLP training step{'' if mode == 'peers' else ', per OpenCL implementation'}",
               "", f"{stamp}; {cpu_model()}, {os.cpu_count()} cores; {n_rounds} interleaved rounds of "
               f"{reps} repetitions; {vers}.{load_note(path)}", "",

@@ -43,6 +43,8 @@ def load_rounds(runs_dir):
         for path in glob.glob(os.path.join(rd, "*.json")):
             with open(path) as fh:
                 doc = json.load(fh)
+            if doc.get("benchmark") == "mlp":
+                continue  # bench_mlp and its peers: scripts/mlp-report.py
             if doc.get("benchmark") == "hmlstm":
                 clmad_meta = doc
                 for r in doc["runs"]:

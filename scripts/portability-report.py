@@ -37,6 +37,8 @@ def load(runs_dir):
             for f in glob.glob(os.path.join(path, "*.json")):
                 with open(f) as fh:
                     doc = json.load(fh)
+                if doc.get("benchmark") == "mlp":
+                    continue  # bench_mlp and its peers: scripts/mlp-report.py
                 if sub.startswith("peers-"):
                     isa = sub[len("peers-"):]
                     versions[doc["tool"]] = doc.get("version", "?")

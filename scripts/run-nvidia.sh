@@ -9,8 +9,10 @@
 # libcriterion when the machine lacks them (it is passed to clmad's programs
 # only, not to the peers' Python). Results go to OUT_DIR/results; with
 # bench, the peers (torch.compile, JAX jit) run on the same GPU on the same
-# inputs where python3 has them. The H100 figures in bench/results were
-# measured this way (bench/results/*.peers.md).
+# inputs where python3 has them, beside bench_hmlstm and bench_mlp (whose
+# first steps bench/peers/check_mlp.py compares with PyTorch on the GPU:
+# <device>.mlp.check.json; the MLP table: <device>.mlp.peers.md). The H100
+# figures in bench/results were measured this way (bench/results/*.peers.md).
 set -u
 bin=$1
 out=$2
@@ -43,6 +45,23 @@ if [ "$what" != test ]; then
     (cd "$peers" && env -u LD_LIBRARY_PATH JAX_PLATFORMS=cuda XLA_PYTHON_CLIENT_PREALLOCATE=false python3 peer_jax.py \
       --dims $dims --reps 15 --json "$base.peer_jax.json") || status=1
   fi
+  # The MLP training step: one size where the host's per-step cost shows,
+  # two where the GEMMs do (4096 x 1024 x 4096 x 1000: 169 GFLOP a step).
+  mlp_dims=256x784x1024x10,1024x1024x4096x1000,4096x1024x4096x1000
+  mkdir -p "$icd/mlp-check"
+  "$bin/bench_mlp" --dims $mlp_dims --reps 15 --out "$out/results" --check-dir "$icd/mlp-check" || status=1
+  mbase=$out/results/$(cd "$out/results" && ls -t *.mlp.json | head -1 | sed 's/\.mlp\.json$//')
+  if env -u LD_LIBRARY_PATH python3 -c 'import torch' 2>/dev/null; then
+    (cd "$peers" && env -u LD_LIBRARY_PATH PEERS_TORCH_DEVICE=cuda python3 peer_torch_mlp.py --dims $mlp_dims \
+      --reps 15 --json "$mbase.mlp.peer_torch.json") || status=1
+    (cd "$peers" && env -u LD_LIBRARY_PATH PEERS_TORCH_DEVICE=cuda python3 check_mlp.py --dims $mlp_dims \
+      --check-dir "$icd/mlp-check" --json "$mbase.mlp.check.json") || status=1
+  fi
+  if env -u LD_LIBRARY_PATH python3 -c 'import jax' 2>/dev/null; then
+    (cd "$peers" && env -u LD_LIBRARY_PATH JAX_PLATFORMS=cuda XLA_PYTHON_CLIENT_PREALLOCATE=false python3 \
+      peer_jax_mlp.py --dims $mlp_dims --reps 15 --json "$mbase.mlp.peer_jax.json") || status=1
+  fi
+  env -u LD_LIBRARY_PATH python3 "$(dirname "$0")/mlp-report.py" recorded "$out/results" || status=1
   "$bin/bench_cell" 2048 20 "$out/results" || status=1
   "$bin/bench_arity" --elements 16777216 --reps 9 --out "$out/results" || status=1
 fi

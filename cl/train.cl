@@ -169,51 +169,53 @@ __kernel void clmad_adam(__global real *p, __global const real *g, __global real
  * buffers: each parameter's buffers are arguments of their own). Work-item
  * e belongs to the first slot i with e < end_i, at element e - end_(i-1);
  * the host gives unused slots the last end, so no work-item reaches them.
+ * The slot's arguments are picked by selects and the element is inlined
+ * once: with one inlined copy per slot behind early returns, POCL ran the
+ * grouped Adam step 100x slower than a launch per parameter.
  * 8 slots keep the arguments (Adam: 8 x 56 bytes and the common ones) under
  * the 1024 bytes that every device takes (CL_DEVICE_MAX_PARAMETER_SIZE). */
+#define CLMAD_PICK(x)                                                                                   \
+    (e < end0   ? x##0                                                                                  \
+     : e < end1 ? x##1                                                                                  \
+     : e < end2 ? x##2                                                                                  \
+     : e < end3 ? x##3                                                                                  \
+     : e < end4 ? x##4                                                                                  \
+     : e < end5 ? x##5                                                                                  \
+     : e < end6 ? x##6                                                                                  \
+                : x##7)
+#define CLMAD_SLOT_START                                                                                \
+    (e < end0   ? 0                                                                                     \
+     : e < end1 ? end0                                                                                  \
+     : e < end2 ? end1                                                                                  \
+     : e < end3 ? end2                                                                                  \
+     : e < end4 ? end3                                                                                  \
+     : e < end5 ? end4                                                                                  \
+     : e < end6 ? end5                                                                                  \
+                : end6)
 #define CLMAD_SGD_SLOT(i) __global real *p##i, __global const real *g##i, __global real *v##i, ulong end##i
-#define CLMAD_SGD_AT(i, start)                                                                           \
-    if (e < end##i) {                                                                                    \
-        clmad_sgd_element(p##i, g##i, v##i, e - (start), lr, mu, wd, has_v, nesterov);                   \
-        return;                                                                                          \
-    }
 
 __kernel void clmad_sgd_group(CLMAD_SGD_SLOT(0), CLMAD_SGD_SLOT(1), CLMAD_SGD_SLOT(2), CLMAD_SGD_SLOT(3),
                               CLMAD_SGD_SLOT(4), CLMAD_SGD_SLOT(5), CLMAD_SGD_SLOT(6), CLMAD_SGD_SLOT(7),
                               real lr, real mu, real wd, int has_v, int nesterov)
 {
     const ulong e = get_global_id(0);
-    CLMAD_SGD_AT(0, 0)
-    CLMAD_SGD_AT(1, end0)
-    CLMAD_SGD_AT(2, end1)
-    CLMAD_SGD_AT(3, end2)
-    CLMAD_SGD_AT(4, end3)
-    CLMAD_SGD_AT(5, end4)
-    CLMAD_SGD_AT(6, end5)
-    CLMAD_SGD_AT(7, end6)
+    if (e >= end7)
+        return;
+    clmad_sgd_element(CLMAD_PICK(p), CLMAD_PICK(g), CLMAD_PICK(v), e - CLMAD_SLOT_START, lr, mu, wd, has_v,
+                      nesterov);
 }
 
 #define CLMAD_ADAM_SLOT(i)                                                                                \
     __global real *p##i, __global const real *g##i, __global real *m##i, __global real *v##i, ulong end##i, \
         real step_size##i, real sqrt_bc2##i
-#define CLMAD_ADAM_AT(i, start)                                                                          \
-    if (e < end##i) {                                                                                    \
-        clmad_adam_element(p##i, g##i, m##i, v##i, e - (start), step_size##i, b1, c1, b2, c2, sqrt_bc2##i, \
-                           eps, wd, decay, decoupled);                                                   \
-        return;                                                                                          \
-    }
 
 __kernel void clmad_adam_group(CLMAD_ADAM_SLOT(0), CLMAD_ADAM_SLOT(1), CLMAD_ADAM_SLOT(2), CLMAD_ADAM_SLOT(3),
                                CLMAD_ADAM_SLOT(4), CLMAD_ADAM_SLOT(5), CLMAD_ADAM_SLOT(6), CLMAD_ADAM_SLOT(7),
                                real b1, real c1, real b2, real c2, real eps, real wd, real decay, int decoupled)
 {
     const ulong e = get_global_id(0);
-    CLMAD_ADAM_AT(0, 0)
-    CLMAD_ADAM_AT(1, end0)
-    CLMAD_ADAM_AT(2, end1)
-    CLMAD_ADAM_AT(3, end2)
-    CLMAD_ADAM_AT(4, end3)
-    CLMAD_ADAM_AT(5, end4)
-    CLMAD_ADAM_AT(6, end5)
-    CLMAD_ADAM_AT(7, end6)
+    if (e >= end7)
+        return;
+    clmad_adam_element(CLMAD_PICK(p), CLMAD_PICK(g), CLMAD_PICK(m), CLMAD_PICK(v), e - CLMAD_SLOT_START,
+                       CLMAD_PICK(step_size), b1, c1, b2, c2, CLMAD_PICK(sqrt_bc2), eps, wd, decay, decoupled);
 }

@@ -219,16 +219,16 @@ clmad_status clmad_optimizer_step(clmad_optimizer *o)
     for (int i = 0; i < o->n; i++)
         if (o->params[i]->grad && o->params[i]->numel > 0)
             o->param_steps[i]++; /* no gradient: left as it is, its step count too, as in PyTorch */
-    if (!o->per_parameter)
-        return clmad__optimizer_step_grouped(o);
+    /* Large parameters alone, the others grouped (CLMAD_OPTIM_ALONE). */
     for (int i = 0; i < o->n; i++) {
-        if (!o->params[i]->grad || o->params[i]->numel == 0)
+        if (!o->params[i]->grad || o->params[i]->numel == 0 ||
+            (!o->per_parameter && o->params[i]->numel < CLMAD_OPTIM_ALONE))
             continue;
         clmad_status st = step_one(o, i);
         if (st != CLMAD_OK)
             return st;
     }
-    return CLMAD_OK;
+    return o->per_parameter ? CLMAD_OK : clmad__optimizer_step_grouped(o);
 }
 
 void clmad__optimizer_launch_per_parameter(clmad_optimizer *o, int on)

@@ -43,11 +43,19 @@ static inline void clmad__adam_corrections(const struct clmad_optimizer *o, int 
 }
 
 /* Updates the parameters of o that have a gradient (their step counts
- * already advanced), up to CLMAD_OPTIM_SLOTS of one dtype per launch. */
+ * already advanced) and fewer than CLMAD_OPTIM_ALONE elements, up to
+ * CLMAD_OPTIM_SLOTS of one dtype per launch; clmad_optimizer_step
+ * launches the larger ones alone. */
 clmad_status clmad__optimizer_step_grouped(struct clmad_optimizer *o);
 
 /* The kernels' slots per launch (clmad_sgd_group, clmad_adam_group). */
 #define CLMAD_OPTIM_SLOTS 8
+
+/* From this size a parameter's own launch costs little beside its work,
+ * and the per-parameter kernel reads its buffers directly, where the
+ * grouped one picks them per element (vectorised across work-items on
+ * CPUs, a gather: 10x the per-parameter time on POCL for 800K elements). */
+#define CLMAD_OPTIM_ALONE 65536
 
 /* on: one launch per parameter, as before the grouped kernels; the
  * results are bitwise the same (tests/test_optim_group.c). For tests and

@@ -120,6 +120,8 @@ clmad_status clmad__optimizer_step_grouped(struct clmad_optimizer *o)
         for (int i = first; i < o->n; i++) {
             if (!steps_now(o, i) || o->params[i]->dtype != dt)
                 continue;
+            if (o->params[i]->numel >= CLMAD_OPTIM_ALONE)
+                continue; /* launched alone (clmad_optimizer_step) */
             if (gr.count == CLMAD_OPTIM_SLOTS || shares_buffer(o, &gr, i)) {
                 clmad_status st = launch(o, &gr);
                 if (st != CLMAD_OK)
@@ -128,7 +130,7 @@ clmad_status clmad__optimizer_step_grouped(struct clmad_optimizer *o)
             }
             gr.idx[gr.count++] = i;
         }
-        clmad_status st = launch(o, &gr);
+        clmad_status st = gr.count ? launch(o, &gr) : CLMAD_OK;
         if (st != CLMAD_OK)
             return st;
     }

@@ -975,7 +975,7 @@ static void cover(const program *p, unsigned char *seen)
 
 /* Structures, each run with DRAWS draws (other sizes, values, seeds and
  * hazards: few new kernel variants, which are compiles on POCL). */
-#define STRUCTURES 11
+#define STRUCTURES 10
 #define STRUCTURES_SMALL 8
 #define DRAWS 6
 
@@ -992,8 +992,8 @@ Test(fusion_random, bitwise_equal_to_eager, .timeout = 900)
         CHECK_OK(on, clmad_kernel_create(on, src, K_NAME[k], K_IN[k], 1, &kernels_on[k]));
         CHECK_OK(off, clmad_kernel_create(off, src, K_NAME[k], K_IN[k], 1, &kernels_off[k]));
     }
-    /* The seeds: a fixed sequence from one master seed (2: the first of
-     * the small ones whose 11 structures reach every feature). */
+    /* The seeds: a fixed sequence from one master seed (193: the first of
+     * the small ones whose 10 structures reach every feature). */
     const char *small_env = getenv("CLMAD_TEST_SMALL"), *only = getenv("CLMAD_TEST_PROGRAM");
     const char *n_env = getenv("CLMAD_TEST_STRUCTURES"), *seed_env = getenv("CLMAD_TEST_SEED");
     int small = small_env && *small_env == '1', n = small ? STRUCTURES_SMALL : STRUCTURES;
@@ -1002,7 +1002,7 @@ Test(fusion_random, bitwise_equal_to_eager, .timeout = 900)
         n = atoi(n_env);
     int fp64 = test_device_fp64();
     verbose = getenv("CLMAD_TEST_VERBOSE") != NULL;
-    uint64_t master = seed_env && *seed_env ? strtoull(seed_env, NULL, 0) : 2;
+    uint64_t master = seed_env && *seed_env ? strtoull(seed_env, NULL, 0) : 193;
     program *all = calloc((size_t)n * DRAWS + 1, sizeof *all);
     cr_assert(all);
     unsigned char seen[N_FEATURES] = {0};

@@ -248,6 +248,7 @@ static int needs_grad(const program *p, int o)
 /* A user broadcast: its inputs (cur, the chain's value, at one of them
  * when there is one), covering y's shape. */
 static int kernel_turn; /* the user kernels take turns */
+static int default_cap; /* the device's chunk cap (16 on POCL) */
 
 static void draw_user(uint64_t *rng, program *p, step *st, int cur)
 {
@@ -817,7 +818,7 @@ static int plain(const program *p)
                 return 0;
         active++;
     }
-    return active > 0 && active <= (p->cap ? p->cap : 16) && !(p->loss >= L_DOT && p->w >= MAX_LEAVES);
+    return active > 0 && active <= (p->cap ? p->cap : default_cap) && !(p->loss >= L_DOT && p->w >= MAX_LEAVES);
 }
 
 static void check(const program *p, tally *t)
@@ -864,7 +865,7 @@ static void check(const program *p, tally *t)
 #define FEATURES(X)                                                                                               \
     X(F_F64, "f64") X(F_STORE, "STORE") X(F_RECOMPUTE, "RECOMPUTE") X(F_MIXED_POLICIES, "policies mixed")         \
     X(F_CAP, "chunk cap 5") X(F_K1, "f1") X(F_K2, "f2") X(F_K3, "f3") X(F_K4, "f4") X(F_K18, "f18")             \
-    X(F_ABOVE_CAP, "f18 with more than 16 inputs needing a gradient") X(F_THREE_USERS, "three user broadcasts")   \
+    X(F_ABOVE_CAP, "f18 above the chunk cap") X(F_THREE_USERS, "three user broadcasts")   \
     X(F_FEED, "a user broadcast over the chain's value") X(F_FEED_TWICE, "the chain's value twice")             \
     X(F_OUTER, "an outer product (column, row)") X(F_SAME_LEAF, "one leaf in two places")                      \
     X(F_ADD, "add") X(F_SUB, "sub") X(F_MUL, "mul") X(F_DIV, "div") X(F_POW, "pow") X(F_ADD_S, "add_scalar")   \
@@ -913,7 +914,7 @@ static void cover(const program *p, unsigned char *seen)
                     seen[F_SAME_LEAF] |= st->in[i] == st->in[j] && st->in[j] < MAX_LEAVES;
                 }
             }
-            seen[F_ABOVE_CAP] |= st->kernel == K_WIDE && active > 16;
+            seen[F_ABOVE_CAP] |= st->kernel == K_WIDE && active > default_cap;
             seen[F_OUTER] |= s == 0 && k >= 2 && p->ndim == 2 && p->leaves[st->in[0]].kind == S_COL &&
                              p->leaves[st->in[1]].kind == S_ROW;
             if (s + 5 < p->n_steps && p->steps[s + 5].kind != USER && p->steps[s + 1].kind != USER &&
@@ -1001,6 +1002,7 @@ Test(fusion_random, bitwise_equal_to_eager, .timeout = 900)
     if (n_env && *n_env)
         n = atoi(n_env);
     int fp64 = test_device_fp64();
+    default_cap = clmad_chunk_cap(on);
     verbose = getenv("CLMAD_TEST_VERBOSE") != NULL;
     uint64_t master = seed_env && *seed_env ? strtoull(seed_env, NULL, 0) : 193;
     program *all = calloc((size_t)n * DRAWS + 1, sizeof *all);

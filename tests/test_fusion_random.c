@@ -49,9 +49,12 @@
  * To reproduce or explore: CLMAD_TEST_PROGRAM=i runs program i alone,
  * CLMAD_TEST_VERBOSE=1 prints each program and its counts,
  * CLMAD_TEST_STRUCTURES=n and CLMAD_TEST_SEED=s draw n structures from
- * another master seed.
+ * another master seed, CLMAD_TEST_GPU_SUMS=8 sums as GPUs do (interleaved
+ * parts; the loss kernel with 8 lanes: clmad__sum_as_gpus), which the
+ * fixed run leaves to test_fusion for time.
  */
 #include "bcast_support.h"
+#include "internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -1004,6 +1007,11 @@ Test(fusion_random, bitwise_equal_to_eager, .timeout = 900)
         n = atoi(n_env);
     int fp64 = test_device_fp64();
     default_cap = clmad_chunk_cap(on);
+    const char *gpu = getenv("CLMAD_TEST_GPU_SUMS"); /* the fused context's lanes */
+    if (gpu && *gpu) {
+        clmad__sum_as_gpus(on, atoi(gpu));
+        clmad__sum_as_gpus(off, 1);
+    }
     verbose = getenv("CLMAD_TEST_VERBOSE") != NULL;
     uint64_t master = seed_env && *seed_env ? strtoull(seed_env, NULL, 0) : 193;
     program *all = calloc((size_t)n * DRAWS + 1, sizeof *all);

@@ -27,7 +27,8 @@
  * subnormals, sparse or dense) in some of the leaves; and hazards: a
  * retained tape run twice, the program run twice (gradients present), a
  * value read before or after the loss, used by another op, released
- * before backward, the loss used further.
+ * before backward (by hand, or by the end of a scope around the forward),
+ * the loss used further.
  *
  * Each structure (the steps, the operands' kinds, dtype, rank, policy, cap)
  * runs in 6 draws: other sizes in its layout (7 to 55 elements; 65537 or
@@ -188,7 +189,8 @@ typedef struct program {
     int seed_kind;
     double seed_value;
     uint64_t seed_seed;
-    int retain, twice, read_first, read_after, use_twice, release_early, loss_used;
+    int retain, twice, read_first, read_after, use_twice, loss_used;
+    int release_early; /* the values released before backward: 1 by hand, 2 by a scope's end */
     int read_at, use_at; /* steps whose values are read or used */
     char desc[768];
 } program;
@@ -476,7 +478,7 @@ static void describe(program *p)
         PUT(" %g", p->seed_value);
     PUT("%s%s%s%s%s%s%s", p->retain ? " retain" : "", p->twice ? " twice" : "",
         p->read_first ? " read-first" : "", p->read_after ? " read-after" : "", p->use_twice ? " use-twice" : "",
-        p->release_early ? " release-early" : "", p->loss_used ? " loss-used" : "");
+        p->release_early == 1 ? " release-early" : p->release_early ? " scope" : "", p->loss_used ? " loss-used" : "");
     if (p->read_first || p->read_after)
         PUT(" (read v%d)", p->read_at);
     if (p->use_twice)
@@ -502,7 +504,7 @@ static void make_draw(program *p, uint64_t *rng, int small)
     p->read_first = bs_int(rng, 0, 15) == 0;
     p->read_after = bs_int(rng, 0, 11) == 0;
     p->use_twice = bs_int(rng, 0, 15) == 0;
-    p->release_early = bs_int(rng, 0, 7) == 0;
+    p->release_early = bs_int(rng, 0, 5) == 0 ? bs_int(rng, 1, 2) : 0;
     p->loss_used = bs_int(rng, 0, 15) == 0;
     p->read_at = bs_int(rng, 0, p->n_steps - 1);
     p->use_at = bs_int(rng, 0, p->n_steps - 1);
@@ -672,6 +674,8 @@ static void run(clmad_context *ctx, clmad_kernel **kernels, const program *p, re
     clmad_stats s0 = test_stats(ctx);
     for (int rep = 0; rep < (p->twice ? 2 : 1); rep++) {
         clmad_tensor *vals[MAX_STEPS] = {0}, *loss = NULL, *other = NULL;
+        if (p->release_early == 2)
+            CHECK_OK(ctx, clmad_scope_begin(ctx));
         for (int s = 0; s < p->n_steps; s++) {
             run_step(ctx, kernels, &p->steps[s], leaves, vals, &vals[s]);
             if (p->read_first && s == p->read_at)
@@ -690,9 +694,16 @@ static void run(clmad_context *ctx, clmad_kernel **kernels, const program *p, re
             keep(ctx, r, named(name, rep, "v%d read after the loss", p->read_at), vals[p->read_at]);
         if (p->use_twice)
             CHECK_OK(ctx, clmad_exp(ctx, vals[p->use_at], &other));
+        if (p->release_early == 2) { /* the end drops the values: the scope's and our references */
+            CHECK_OK(ctx, clmad_scope_keep(loss));
+            if (other)
+                CHECK_OK(ctx, clmad_scope_keep(other));
+            CHECK_OK(ctx, clmad_scope_end(ctx));
+        }
         if (p->release_early)
             for (int s = 0; s < p->n_steps; s++) {
-                clmad_tensor_release(vals[s]);
+                if (p->release_early == 1)
+                    clmad_tensor_release(vals[s]);
                 vals[s] = NULL;
             }
         clmad_tensor *target = loss;
@@ -888,7 +899,7 @@ static void check(const program *p, tally *t)
     X(F_SEED_NULL, "seed NULL") X(F_SEED_ONES, "seed ones") X(F_SEED_SCALAR, "a 0-d seed other than 1")         \
     X(F_SEED_FULL, "a seed of a keepdims loss") X(F_RETAIN, "retained tape") X(F_TWICE, "gradients present")     \
     X(F_READ_FIRST, "a value read before the loss") X(F_READ_AFTER, "a value read after it")                    \
-    X(F_USE_TWICE, "a value used again") X(F_RELEASE, "values released before backward")                        \
+    X(F_USE_TWICE, "a value used again") X(F_RELEASE, "values released before backward") X(F_SCOPE, "values dropped by a scope's end")                        \
     X(F_LOSS_USED, "the loss used further") X(F_SPARSE, "sparse special values") X(F_DENSE, "dense special values")
 #define FEATURE_ENUM(id, name) id,
 #define FEATURE_NAME(id, name) name,
@@ -974,7 +985,8 @@ static void cover(const program *p, unsigned char *seen)
     seen[F_READ_FIRST] |= p->read_first;
     seen[F_READ_AFTER] |= p->read_after;
     seen[F_USE_TWICE] |= p->use_twice;
-    seen[F_RELEASE] |= p->release_early;
+    seen[F_RELEASE] |= p->release_early == 1;
+    seen[F_SCOPE] |= p->release_early == 2;
     seen[F_LOSS_USED] |= p->loss_used;
 }
 

@@ -877,30 +877,32 @@ static void check(const program *p, tally *t)
 
 /* What the fixed seeds must reach between them (checked, so that other
  * seeds or a changed generator cannot drop any silently). */
-#define FEATURES(X)                                                                                               \
-    X(F_F64, "f64") X(F_STORE, "STORE") X(F_RECOMPUTE, "RECOMPUTE") X(F_MIXED_POLICIES, "policies mixed")         \
-    X(F_CAP, "a user kernel above a chunk cap of 2") X(F_K1, "f1") X(F_K2, "f2") X(F_K3, "f3") X(F_K4, "f4") X(F_K18, "f18")             \
-    X(F_ABOVE_CAP, "f18 above the chunk cap") X(F_THREE_USERS, "three user broadcasts")   \
-    X(F_FEED, "a user broadcast over the chain's value") X(F_FEED_TWICE, "the chain's value twice")             \
-    X(F_OUTER, "an outer product (column, row)") X(F_SAME_LEAF, "one leaf in two places")                      \
-    X(F_ADD, "add") X(F_SUB, "sub") X(F_MUL, "mul") X(F_DIV, "div") X(F_POW, "pow") X(F_ADD_S, "add_scalar")   \
-    X(F_MUL_S, "mul_scalar") X(F_POW_S, "pow_scalar") X(F_NEG, "neg") X(F_EXP, "exp") X(F_LOG, "log")          \
-    X(F_TANH, "tanh") X(F_SIGMOID, "sigmoid") X(F_RELU, "relu") X(F_SQRT, "sqrt")                              \
-    X(F_W_LEFT, "a builtin's operand on the left") X(F_SELF, "y op y") X(F_EARLIER, "an earlier value as operand") \
-    X(F_FIVE_STAGES, "five builtins after a user broadcast") X(F_OP_FULL, "a full operand")                     \
-    X(F_OP_SCALAR, "a 0-d operand") X(F_OP_ONES, "a (1, 1) operand") X(F_OP_ROW, "a row operand")                \
-    X(F_OP_COL, "a column operand") X(F_OP_VEC, "a vector operand") X(F_OP_EMPTY, "an empty operand")           \
-    X(F_GRAD_W, "a builtin's operand needing a gradient") X(F_SIZE_1, "1 element") X(F_SIZE_7, "7 elements")     \
-    X(F_SIZE_33, "33 elements") X(F_SIZE_65537, "65537 elements") X(F_SIZE_2_20, "2^20 elements")               \
-    X(F_EMPTY, "empty y") X(F_0D, "0-d y") X(F_SUM, "sum") X(F_SUM_KEEPDIMS, "sum, keepdims") X(F_MEAN, "mean")  \
-    X(F_MEAN_KEEPDIMS, "mean, keepdims") X(F_AXES, "a sum over listed axes") X(F_DOT, "dot(y, w)")              \
-    X(F_DOT_SWAPPED, "dot(w, y)") X(F_DOT_W_GRAD, "dot's w needing a gradient")                                 \
-    X(F_DOT_W_NO_GRAD, "dot's w needing none") X(F_DOT_W_INPUT, "dot's w an input of y") X(F_DOT_SELF, "dot(y, y)") \
-    X(F_SEED_NULL, "seed NULL") X(F_SEED_ONES, "seed ones") X(F_SEED_SCALAR, "a 0-d seed other than 1")         \
-    X(F_SEED_FULL, "a seed of a keepdims loss") X(F_RETAIN, "retained tape") X(F_TWICE, "gradients present")     \
-    X(F_READ_FIRST, "a value read before the loss") X(F_READ_AFTER, "a value read after it")                    \
-    X(F_USE_TWICE, "a value used again") X(F_RELEASE, "values released before backward") X(F_SCOPE, "values dropped by a scope's end")                        \
-    X(F_LOSS_USED, "the loss used further") X(F_SPARSE, "sparse special values") X(F_DENSE, "dense special values")
+#define FEATURES(X)                                                                                                \
+    X(F_F64, "f64") X(F_STORE, "STORE") X(F_RECOMPUTE, "RECOMPUTE") X(F_MIXED_POLICIES, "policies mixed")          \
+    X(F_CAP, "a user kernel above a chunk cap of 2") X(F_K1, "f1") X(F_K2, "f2") X(F_K3, "f3") X(F_K4, "f4")       \
+    X(F_K18, "f18") X(F_ABOVE_CAP, "f18 above the chunk cap") X(F_THREE_USERS, "three user broadcasts")            \
+    X(F_FEED, "a user broadcast over the chain's value") X(F_FEED_TWICE, "the chain's value twice")                \
+    X(F_OUTER, "an outer product (column, row)") X(F_SAME_LEAF, "one leaf in two places") X(F_ADD, "add")          \
+    X(F_SUB, "sub") X(F_MUL, "mul") X(F_DIV, "div") X(F_POW, "pow") X(F_ADD_S, "add_scalar")                       \
+    X(F_MUL_S, "mul_scalar") X(F_POW_S, "pow_scalar") X(F_NEG, "neg") X(F_EXP, "exp") X(F_LOG, "log")              \
+    X(F_TANH, "tanh") X(F_SIGMOID, "sigmoid") X(F_RELU, "relu") X(F_SQRT, "sqrt")                                  \
+    X(F_W_LEFT, "a builtin's operand on the left") X(F_SELF, "y op y")                                             \
+    X(F_EARLIER, "an earlier value as operand") X(F_FIVE_STAGES, "five builtins after a user broadcast")           \
+    X(F_OP_FULL, "a full operand") X(F_OP_SCALAR, "a 0-d operand") X(F_OP_ONES, "a (1, 1) operand")                \
+    X(F_OP_ROW, "a row operand") X(F_OP_COL, "a column operand") X(F_OP_VEC, "a vector operand")                   \
+    X(F_OP_EMPTY, "an empty operand") X(F_GRAD_W, "a builtin's operand needing a gradient")                        \
+    X(F_SIZE_1, "1 element") X(F_SIZE_7, "7 elements") X(F_SIZE_33, "33 elements")                                 \
+    X(F_SIZE_65537, "65537 elements") X(F_SIZE_2_20, "2^20 elements") X(F_EMPTY, "empty y") X(F_0D, "0-d y")       \
+    X(F_SUM, "sum") X(F_SUM_KEEPDIMS, "sum, keepdims") X(F_MEAN, "mean") X(F_MEAN_KEEPDIMS, "mean, keepdims")      \
+    X(F_AXES, "a sum over listed axes") X(F_DOT, "dot(y, w)") X(F_DOT_SWAPPED, "dot(w, y)")                        \
+    X(F_DOT_W_GRAD, "dot's w needing a gradient") X(F_DOT_W_NO_GRAD, "dot's w needing none")                       \
+    X(F_DOT_W_INPUT, "dot's w an input of y") X(F_DOT_SELF, "dot(y, y)") X(F_SEED_NULL, "seed NULL")               \
+    X(F_SEED_ONES, "seed ones") X(F_SEED_SCALAR, "a 0-d seed other than 1")                                        \
+    X(F_SEED_FULL, "a seed of a keepdims loss") X(F_RETAIN, "retained tape") X(F_TWICE, "gradients present")       \
+    X(F_READ_FIRST, "a value read before the loss") X(F_READ_AFTER, "a value read after it")                       \
+    X(F_USE_TWICE, "a value used again") X(F_RELEASE, "values released before backward")                           \
+    X(F_SCOPE, "values dropped by a scope's end") X(F_LOSS_USED, "the loss used further")                          \
+    X(F_SPARSE, "sparse special values") X(F_DENSE, "dense special values")
 #define FEATURE_ENUM(id, name) id,
 #define FEATURE_NAME(id, name) name,
 enum { FEATURES(FEATURE_ENUM) N_FEATURES };

@@ -386,6 +386,74 @@ static void check_interleaved(void)
     on = saved_on, off = saved_off;
 }
 
+/* y = f(a, b) at ties of signed zeros, dot(y, w) with w needing a
+ * gradient (y itself), then y forced: y, w's and a's gradients into out. */
+static void run_ties(clmad_context *ctx, const char *source, clmad_partials_policy policy, float *out)
+{
+    enum { N = 8 };
+    static const float A[N] = {0.0f, -0.0f, 0.0f, -0.0f, 1.0f, 0.0f, -2.0f, -0.0f};
+    static const float B[N] = {-0.0f, 0.0f, 0.0f, -0.0f, -0.0f, 1.0f, -2.0f, -1.0f};
+    static const float W[N] = {1, 1, 1, 1, 1, 1, 1, 1};
+    size_t n = N;
+    clmad_kernel *k;
+    clmad_tensor *a, *b, *w, *y, *loss, *g;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, source, "f", 2, 1, &k));
+    CHECK_OK(ctx, clmad_set_partials_policy(ctx, policy));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 1, &n, A, &a));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 1, &n, B, &b));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 1, &n, W, &w));
+    clmad_tensor *in[2] = {a, b}, *all[3] = {a, b, w};
+    for (int i = 0; i < 3; i++)
+        CHECK_OK(ctx, clmad_tensor_set_requires_grad(all[i], 1));
+    CHECK_OK(ctx, clmad_broadcast(ctx, k, in, &y));
+    CHECK_OK(ctx, clmad_dot(ctx, y, w, &loss));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    CHECK_OK(ctx, clmad_tensor_read(y, out, N * sizeof *out));
+    for (int i = 0; i < 3; i += 2) {
+        CHECK_OK(ctx, clmad_tensor_grad(all[2 - i], &g));
+        CHECK_OK(ctx, clmad_tensor_read(g, out + (1 + i / 2) * N, N * sizeof *out));
+        clmad_tensor_release(g);
+    }
+    clmad_tensor *rest[] = {a, b, w, y, loss};
+    for (int i = 0; i < 5; i++)
+        clmad_tensor_release(rest[i]);
+    clmad_kernel_release(k);
+}
+
+/* fmin and fmax at ties of signed zeros (found by test_fusion_random):
+ * their values variant took the builtins, which gave fmin(+0, -0) = -0 on
+ * POCL where the dual variants give the first operand, so a RECOMPUTE
+ * forward, a STORE forward and the loss kernel (the dual's values)
+ * disagreed: w's gradient of a fused dot(y, w) (y itself) under RECOMPUTE,
+ * y forced after a fused loss under STORE (the values variant then). */
+Test(fusion, signed_zero_ties)
+{
+    static const char *SOURCES[] = {"T f(T a, T b) { return ad_fmin(a, b); }",
+                                    "T f(T a, T b) { return fmax(a, b); }"};
+    clmad_options opt = {0};
+    clmad_context *fused = test_context_with(&opt);
+    opt.disable_fusion = 1;
+    clmad_context *eager = test_context_with(&opt);
+    for (int s = 0; s < 2; s++) {
+        float first[24], on_[24], off_[24];
+        for (int pol = CLMAD_PARTIALS_STORE; pol <= CLMAD_PARTIALS_RECOMPUTE; pol++) {
+            run_ties(fused, SOURCES[s], (clmad_partials_policy)pol, on_);
+            run_ties(eager, SOURCES[s], (clmad_partials_policy)pol, off_);
+            if (pol == CLMAD_PARTIALS_STORE)
+                memcpy(first, off_, sizeof first);
+            for (int e = 0; e < 24; e++) {
+                cr_assert(memcmp(&on_[e], &off_[e], 4) == 0, "%s, %s: %s %d: fused %g, eager %g", SOURCES[s],
+                          pol == CLMAD_PARTIALS_STORE ? "STORE" : "RECOMPUTE", e < 8 ? "y" : e < 16 ? "grad w" : "grad a",
+                          e % 8, on_[e], off_[e]);
+                cr_assert(memcmp(&first[e], &off_[e], 4) == 0, "%s: %s %d: STORE %g, RECOMPUTE %g", SOURCES[s],
+                          e < 8 ? "y" : e < 16 ? "grad w" : "grad a", e % 8, first[e], off_[e]);
+            }
+        }
+    }
+    clmad_context_release(fused);
+    clmad_context_release(eager);
+}
+
 Test(fusion, bitwise_equal_to_eager, .timeout = 900)
 {
     clmad_options opt = {0};

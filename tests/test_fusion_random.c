@@ -25,11 +25,10 @@
  * inputs need a gradient) or, in one structure of six, 2 (f3 and f4 go
  * above it, f18 is not drawn there); special values (+-0, +-inf, NaN,
  * subnormals, sparse or dense, or zeros of both signs only) in most leaves
- * of six draws in ten; and hazards: a
- * retained tape run twice, the program run twice (gradients present), a
- * value read before or after the loss, used by another op, released
- * before backward (by hand, or by the end of a scope around the forward),
- * the loss used further.
+ * of six draws in ten; and hazards: a retained tape run twice, the program
+ * run twice (gradients present), a value read before or after the loss,
+ * used by another op, released before backward (by hand, or by the end of
+ * a scope around the forward), the loss used further.
  *
  * Each structure (the steps, the operands' kinds, dtype, rank, policy, cap)
  * runs in 6 draws: other sizes in its layout (7 to 55 elements; 65537 or

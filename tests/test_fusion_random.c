@@ -24,11 +24,11 @@
  * cap (the 18-input kernel goes above POCL's 16 when 17 or 18 of its
  * inputs need a gradient) or, in one structure of six, 2 (f3 and f4 go
  * above it, f18 is not drawn there); special values (+-0, +-inf, NaN,
- * subnormals, sparse or dense) in some of the leaves; and hazards: a
- * retained tape run twice, the program run twice (gradients present), a
- * value read before or after the loss, used by another op, released
- * before backward (by hand, or by the end of a scope around the forward),
- * the loss used further.
+ * subnormals, sparse or dense, or zeros of both signs only) in most leaves
+ * of six draws in ten; and hazards: a retained tape run twice, the program
+ * run twice (gradients present), a value read before or after the loss,
+ * used by another op, released before backward (by hand, or by the end of
+ * a scope around the forward), the loss used further.
  *
  * Each structure (the steps, the operands' kinds, dtype, rank, policy, cap)
  * runs in 6 draws: other sizes in its layout (7 to 55 elements; 65537 or
@@ -143,7 +143,7 @@ static const char *S_NAME = "FSORCV";
 typedef struct leaf {
     int kind;      /* S_* */
     int grad;      /* requires a gradient */
-    int special;   /* special values among its elements: 0 none, 1 sparse, 2 dense */
+    int special;   /* special values among its elements: 0 none, 1 sparse, 2 dense, 3 zeros */
     uint64_t seed; /* of its values */
 } leaf;
 
@@ -432,6 +432,8 @@ static void draw_shape(uint64_t *rng, program *p, int small)
         p->shape[0] *= p->shape[1], p->shape[1] = 0;
 }
 
+static const char *SPECIAL_MARK[] = {"", "!", "!!", "!0"};
+
 static void describe(program *p)
 {
     size_t u = 0, cap = sizeof p->desc;
@@ -453,8 +455,8 @@ static void describe(program *p)
             if (o >= MAX_LEAVES)
                 PUT("%sv%d", j ? "," : "", o - MAX_LEAVES);
             else
-                PUT("%sx%d%c%s%.*s", j ? "," : "", o, S_NAME[p->leaves[o].kind], p->leaves[o].grad ? "*" : "",
-                    p->leaves[o].special, "!!");
+                PUT("%sx%d%c%s%s", j ? "," : "", o, S_NAME[p->leaves[o].kind], p->leaves[o].grad ? "*" : "",
+                    SPECIAL_MARK[p->leaves[o].special]);
         }
         if (st->kind == SCALAR_OP)
             PUT(", %g", st->value);
@@ -465,8 +467,8 @@ static void describe(program *p)
         PUT(" loss dot(%s%d, %s%d)", a >= MAX_LEAVES ? "v" : "x", a >= MAX_LEAVES ? a - MAX_LEAVES : a,
             b >= MAX_LEAVES ? "v" : "x", b >= MAX_LEAVES ? b - MAX_LEAVES : b);
         if (p->w < MAX_LEAVES)
-            PUT(" (w %c%s%.*s)", S_NAME[p->leaves[p->w].kind], p->leaves[p->w].grad ? "*" : "",
-                p->leaves[p->w].special, "!!");
+            PUT(" (w %c%s%s)", S_NAME[p->leaves[p->w].kind], p->leaves[p->w].grad ? "*" : "",
+                SPECIAL_MARK[p->leaves[p->w].special]);
     } else {
         PUT(" loss %s(v%d", L_NAME[p->loss], p->n_steps - 1);
         for (int i = 0; i < p->naxes; i++)
@@ -483,8 +485,8 @@ static void describe(program *p)
         PUT(" (read v%d)", p->read_at);
     if (p->use_twice)
         PUT(" (use v%d)", p->use_at);
-    PUT(" [x: F full, S 0-d, O ones, R row, C column, V vector; * needs a gradient; ! or !! sparse or dense"
-        " special values]");
+    PUT(" [x: F full, S 0-d, O ones, R row, C column, V vector; * needs a gradient; ! sparse, !! dense special"
+        " values, !0 zeros]");
 #undef PUT
 }
 
@@ -494,9 +496,12 @@ static void make_draw(program *p, uint64_t *rng, int small)
 {
     draw_loss(rng, p);
     draw_shape(rng, p, small);
-    int specials = bs_int(rng, 0, 1);
+    /* special values in most leaves of six draws in ten: sparse, dense or
+     * zeros (dense ones meet each other; zeros of both signs meet in ties
+     * of fmin and fmax, and at branches on zero) */
+    int specials = bs_int(rng, 0, 9) < 6 ? bs_int(rng, 1, 3) : 0;
     for (int i = 0; i < p->n_leaves; i++) {
-        p->leaves[i].special = specials && bs_int(rng, 0, 9) < 5 ? bs_int(rng, 1, 2) : 0;
+        p->leaves[i].special = specials && bs_int(rng, 0, 9) < 7 ? specials : 0;
         p->leaves[i].seed = bs_next(rng);
     }
     p->retain = bs_int(rng, 0, 11) == 0;
@@ -529,12 +534,15 @@ static void make_draw(program *p, uint64_t *rng, int small)
 
 /* Values: mostly in [-2, 2]; in a leaf with special values, one element in
  * six (sparse: 1) or one in two (dense: 2), the first always, is +-0 (half
- * of them, so that ties of signed zeros meet), +-inf, NaN or +-subnormal. */
+ * of them), +-inf, NaN or +-subnormal; or (zeros: 3) one in two is +0 or
+ * -0. */
 static double element(uint64_t *rng, int special, size_t e, clmad_dtype dtype)
 {
     static const double SPECIAL_F32[] = {0.0, -0.0, 0.0, -0.0, 0.0, -0.0, INFINITY, -INFINITY, NAN, 1e-40, -3e-42};
     static const double SPECIAL_F64[] = {0.0, -0.0, 0.0, -0.0, 0.0, -0.0, INFINITY, -INFINITY, NAN, 1e-310, -5e-324};
     uint64_t r = bs_next(rng);
+    if (special == 3 && (e == 0 || r % 2 == 0))
+        return (r >> 8) & 1 ? 0.0 : -0.0;
     if (special && (e == 0 || r % (special == 1 ? 6 : 2) == 0))
         return (dtype == CLMAD_F64 ? SPECIAL_F64 : SPECIAL_F32)[(r >> 8) % 11];
     return bs_uniform(rng, -2, 2);
@@ -891,7 +899,7 @@ static void check(const program *p, tally *t)
     X(F_READ_FIRST, "a value read before the loss") X(F_READ_AFTER, "a value read after it")                       \
     X(F_USE_TWICE, "a value used again") X(F_RELEASE, "values released before backward")                           \
     X(F_SCOPE, "values dropped by a scope's end") X(F_LOSS_USED, "the loss used further")                          \
-    X(F_SPARSE, "sparse special values") X(F_DENSE, "dense special values")
+    X(F_SPARSE, "sparse special values") X(F_DENSE, "dense special values") X(F_ZEROS, "zeros of both signs")
 #define FEATURE_ENUM(id, name) id,
 #define FEATURE_NAME(id, name) name,
 enum { FEATURES(FEATURE_ENUM) N_FEATURES };
@@ -946,6 +954,7 @@ static void cover(const program *p, unsigned char *seen)
         seen[F_OP_EMPTY] |= bs_numel(nd, shape) == 0;
         seen[F_SPARSE] |= l->special == 1;
         seen[F_DENSE] |= l->special == 2;
+        seen[F_ZEROS] |= l->special == 3;
     }
     seen[F_SIZE_1] |= n == 1;
     seen[F_SIZE_7] |= n == 7;
@@ -1000,8 +1009,10 @@ Test(fusion_random, bitwise_equal_to_eager, .timeout = 900)
         CHECK_OK(on, clmad_kernel_create(on, src, K_NAME[k], K_IN[k], 1, &kernels_on[k]));
         CHECK_OK(off, clmad_kernel_create(off, src, K_NAME[k], K_IN[k], 1, &kernels_off[k]));
     }
-    /* The seeds: a fixed sequence from one master seed (193: the first of
-     * the small ones whose 10 structures reach every feature). */
+    /* The seeds: a fixed sequence from one master seed. 832: of the seeds
+     * whose 10 structures reach every feature (21, 193, 288, 434, 832,
+     * ...), the first that also meets the ties of fmin and fmax that this
+     * test found (program 12 fails with that fix reverted). */
     const char *small_env = getenv("CLMAD_TEST_SMALL"), *only = getenv("CLMAD_TEST_PROGRAM");
     const char *n_env = getenv("CLMAD_TEST_STRUCTURES"), *seed_env = getenv("CLMAD_TEST_SEED");
     int small = small_env && *small_env == '1', n = small ? STRUCTURES_SMALL : STRUCTURES;
@@ -1016,7 +1027,7 @@ Test(fusion_random, bitwise_equal_to_eager, .timeout = 900)
         clmad__sum_as_gpus(off, 1);
     }
     verbose = getenv("CLMAD_TEST_VERBOSE") != NULL;
-    uint64_t master = seed_env && *seed_env ? strtoull(seed_env, NULL, 0) : 193;
+    uint64_t master = seed_env && *seed_env ? strtoull(seed_env, NULL, 0) : 832;
     program *all = calloc((size_t)n * DRAWS + 1, sizeof *all);
     cr_assert(all);
     unsigned char seen[N_FEATURES] = {0};

@@ -118,6 +118,7 @@ static void check_length(size_t n)
         cr_assert_not_null(g, "n %zu: no gradient", n);
         expect_values(g, n, twice_one, n, "sum's gradient, twice");
     }
+    clmad_tensor_release(g);
     clmad_tensor_release(loss);
     CHECK_OK(ctx, clmad_set_retain_tape(ctx, 0));
     clmad_tape_clear(ctx);
@@ -134,6 +135,7 @@ static void check_length(size_t n)
         CHECK_OK(ctx, clmad_tensor_grad(x, &g));
         cr_assert_not_null(g);
         expect_values(g, n, slice_grad, n, "a slice's gradient");
+        clmad_tensor_release(g);
         clmad_tensor_release(loss);
         clmad_tensor_release(s);
     }

@@ -94,6 +94,11 @@ typedef struct clmad_variant {
  * that neighbouring work-items read neighbouring elements. */
 enum { CLMAD_LOSS_GROUP_PARTS = 32 };
 
+/* A loss kernel summing ranges (CPUs) evaluates its elements in runs of
+ * this many (a multiple of the eight lanes), vectorised as the other
+ * kernels' loops are, with the index offsets of the run's rows formed once. */
+enum { CLMAD_LOSS_RUN = 64 };
+
 /* The builtins a loss kernel applies between y and the sum (loss_stage),
  * each a call of its cl/clmad_ad.clh function as the builtin's source is;
  * from CLMAD_STAGE_NEG on, of one operand. */
@@ -203,6 +208,10 @@ int clmad__log_blames_T(const char *log);
  * (arguments.c) and the body (codegen_body.c). */
 void clmad__emit_signature(clmad_strbuf *sb, const clmad_variant *v);
 void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v);
+
+/* Before a run's loop (row_runs): the column of clmad__first in the last
+ * dimension and the offsets of its row (and of the next) per strided input. */
+void clmad__emit_row_offsets(clmad_strbuf *sb, const clmad_variant *v);
 
 /* The element at clmad__e of the body: coordinates, inputs, the call into
  * clmad__b<o> (codegen_body.c); the LOSS body around it (codegen_loss.c). */

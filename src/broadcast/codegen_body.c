@@ -87,7 +87,7 @@ static void emit_gradients(clmad_strbuf *sb, const clmad_variant *v)
  * dimension, and per strided input the offsets of the row of `first` and
  * (unless runs are aligned with rows) of the next row (coordinates over the
  * other dimensions, last fastest). */
-static void emit_row_offsets(clmad_strbuf *sb, const clmad_variant *v)
+void clmad__emit_row_offsets(clmad_strbuf *sb, const clmad_variant *v)
 {
     const int L = v->nd - 1;
     clmad__sb_printf(sb, "    const ulong clmad__col0 = clmad__first %% clmad__dim%d;\n", L);
@@ -225,7 +225,7 @@ void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v)
                              "clmad__first + %dUL : clmad__n;\n",
                          v->items, v->items, v->items);
         if (v->row_runs)
-            emit_row_offsets(sb, v);
+            clmad__emit_row_offsets(sb, v);
         /* Two 256-bit registers per value (16 floats, 8 doubles): on the
          * HM-LSTM cell 1.3x faster than the vectoriser's own choice of one
          * (the transcendental functions are latency-bound chains). */

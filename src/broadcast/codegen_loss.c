@@ -136,6 +136,66 @@ static void emit_lanes_body(clmad_strbuf *sb, const clmad_variant *v)
                      L, L, P);
 }
 
+/* A whole run of v->items elements from clmad__q (CLMAD_LOSS_RUN or a
+ * divisor of the rows; runs start at multiples of it, so that where rows
+ * are a multiple of the run no run crosses a row's end): the terms come
+ * from one loop, vectorised like the other kernels' element loops, strided
+ * inputs read at the run's row offsets; then they join their lanes. */
+static void emit_run(clmad_strbuf *sb, const clmad_variant *v)
+{
+    const int R = v->items;
+    clmad__sb_printf(sb, "    const ulong clmad__first = clmad__q;\n    real clmad__terms[%d];\n", R);
+    if (v->row_runs)
+        clmad__emit_row_offsets(sb, v);
+    clmad__sb_printf(sb, "    #pragma clang loop vectorize(assume_safety) vectorize_width(%d) interleave(disable)\n"
+                         "    for (ulong clmad__e = clmad__first; clmad__e < clmad__first + %dUL; clmad__e++) {\n"
+                         "    real clmad__term;\n",
+                     v->dtype == CLMAD_F64 ? 8 : 16, R);
+    emit_loss_element(sb, v);
+    clmad__sb_printf(sb, "    clmad__terms[clmad__e - clmad__first] = clmad__term;\n    }\n"
+                         "    for (uint clmad__g = 0; clmad__g < %du; clmad__g += 8u)\n"
+                         "        for (uint clmad__l = 0; clmad__l < 8u; clmad__l++)\n"
+                         "            clmad__acc[clmad__l] += clmad__terms[clmad__g + clmad__l];\n"
+                         "    clmad__q += %dUL;\n",
+                     R, R);
+}
+
+/* Work-item p sums the range [lo, hi) of part p as CLMAD_RANGE_SUM does:
+ * lane l adds the elements lo + 8k + l of the whole groups of eight, in
+ * order; the rest go to a tail; then the lanes in a fixed tree, and the
+ * tail. The lanes are kept by the element's index modulo 8 (lane l is
+ * clmad__acc[(lo + l) & 7]), so that whole runs add to fixed lanes; the
+ * elements outside them go one by one, with coordinates per element. */
+static void emit_ranges_body(clmad_strbuf *sb, const clmad_variant *v)
+{
+    clmad__sb_append(sb, "    const ulong clmad__lo = clmad__part * clmad__n / clmad__parts;\n"
+                         "    const ulong clmad__hi = (clmad__part + 1) * clmad__n / clmad__parts;\n"
+                         "    const ulong clmad__groups_end = clmad__lo + (clmad__hi - clmad__lo) / 8 * 8;\n"
+                         "    real clmad__acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};\n"
+                         "    real clmad__tail = 0;\n"
+                         "    for (ulong clmad__q = clmad__lo; clmad__q < clmad__hi;) {\n");
+    if (v->items > 1) {
+        clmad__sb_printf(sb, "    if (clmad__q %% %dUL == 0 && clmad__q + %dUL <= clmad__groups_end) {\n",
+                         v->items, v->items);
+        emit_run(sb, v);
+        clmad__sb_append(sb, "    continue;\n    }\n");
+    }
+    clmad_variant single = *v;
+    single.row_runs = 0;
+    clmad__sb_append(sb, "    const ulong clmad__e = clmad__q;\n");
+    emit_loss_element(sb, &single);
+    clmad__sb_append(sb, "    if (clmad__q < clmad__groups_end)\n"
+                         "        clmad__acc[clmad__q & 7] += clmad__term;\n"
+                         "    else\n        clmad__tail += clmad__term;\n"
+                         "    clmad__q++;\n    }\n"
+                         "    real clmad__lane[8];\n"
+                         "    for (uint clmad__l = 0; clmad__l < 8u; clmad__l++)\n"
+                         "        clmad__lane[clmad__l] = clmad__acc[(clmad__lo + clmad__l) & 7];\n"
+                         "    clmad__sums[clmad__part] = ((clmad__lane[0] + clmad__lane[1]) + (clmad__lane[2] + "
+                         "clmad__lane[3])) + ((clmad__lane[4] + clmad__lane[5]) + (clmad__lane[6] + clmad__lane[7]))\n"
+                         "        + clmad__tail;\n}\n");
+}
+
 void clmad__emit_loss_body(clmad_strbuf *sb, const clmad_variant *v)
 {
     if (!v->loss_ranges && v->loss_lanes > 1) {
@@ -153,24 +213,5 @@ void clmad__emit_loss_body(clmad_strbuf *sb, const clmad_variant *v)
                              "    clmad__sums[clmad__part] = clmad__acc;\n}\n");
         return;
     }
-    /* Lane l adds the elements q + l of the range's whole groups of eight,
-     * then the tail, then the lanes in a fixed tree: CLMAD_RANGE_SUM. */
-    clmad__sb_append(sb, "    const ulong clmad__lo = clmad__part * clmad__n / clmad__parts;\n"
-                         "    const ulong clmad__hi = (clmad__part + 1) * clmad__n / clmad__parts;\n"
-                         "    real clmad__lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};\n"
-                         "    ulong clmad__q = clmad__lo;\n"
-                         "    for (; clmad__q + 8 <= clmad__hi; clmad__q += 8) {\n"
-                         "    #pragma clang loop vectorize(assume_safety) vectorize_width(8) interleave(disable)\n"
-                         "    for (uint clmad__l = 0; clmad__l < 8; clmad__l++) {\n"
-                         "    const ulong clmad__e = clmad__q + clmad__l;\n");
-    emit_loss_element(sb, v);
-    clmad__sb_append(sb, "    clmad__lane[clmad__l] += clmad__term;\n    }\n    }\n"
-                         "    real clmad__tail = 0;\n"
-                         "    for (; clmad__q < clmad__hi; clmad__q++) {\n"
-                         "    const ulong clmad__e = clmad__q;\n");
-    emit_loss_element(sb, v);
-    clmad__sb_append(sb, "    clmad__tail += clmad__term;\n    }\n"
-                         "    clmad__sums[clmad__part] = ((clmad__lane[0] + clmad__lane[1]) + (clmad__lane[2] + "
-                         "clmad__lane[3])) + ((clmad__lane[4] + clmad__lane[5]) + (clmad__lane[6] + clmad__lane[7]))\n"
-                         "        + clmad__tail;\n}\n");
+    emit_ranges_body(sb, v);
 }

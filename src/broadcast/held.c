@@ -150,6 +150,17 @@ void clmad__loss_grads_release(clmad_loss_grads *g)
     g->n = 0;
 }
 
+/* The run of a loss kernel summing ranges: CLMAD_LOSS_RUN, or the
+ * longest of its halves down to 16 that divides the rows of a strided
+ * input (runs start at multiples of it, so they then stay in one row). */
+static int loss_run(const clmad_bcast_plan *plan)
+{
+    int run = CLMAD_LOSS_RUN;
+    while (plan->any_strided && run > 16 && plan->dims[plan->nd - 1] % (size_t)run)
+        run /= 2;
+    return plan->any_strided && plan->dims[plan->nd - 1] % (size_t)run ? CLMAD_LOSS_RUN : run;
+}
+
 /* The LOSS variant of k over plan for form; weights[s]: WEIGHT s's tensor. */
 static void loss_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, clmad_tensor *y,
                          const clmad_loss_form *form, int ranges, clmad_variant *v, clmad_tensor **weights)
@@ -158,6 +169,8 @@ static void loss_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, cl
     v->loss_weighted = form->w != NULL;
     v->loss_write_y = form->write_y;
     v->loss_ranges = ranges;
+    if (ranges) /* a range is visited in runs (codegen_loss.c) */
+        clmad__bcast_variant_runs(v, plan, loss_run(plan));
     v->loss_raw = form->raw;
     v->loss_stages = form->n_stages;
     weights[0] = form->w;

@@ -8,6 +8,18 @@
 
 #include <string.h>
 
+void clmad__bcast_variant_runs(clmad_variant *v, const clmad_bcast_plan *plan, int items)
+{
+    v->items = items;
+    v->row_runs = 0;
+    if (v->mode != CLMAD_MODE_STORED && items > 1 && plan->any_strided) {
+        size_t last = plan->dims[plan->nd - 1], n = (size_t)items;
+        v->row_runs = last % n == 0 ? CLMAD_ROWS_ALIGNED : last > n ? CLMAD_ROWS_CROSSING : 0;
+    }
+    /* Coordinates per element: by multiply-high where every index fits 31 bits. */
+    v->div_by_mul = v->nd > 1 && !v->row_runs && plan->numel < ((size_t)1 << 31);
+}
+
 void clmad__bcast_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, clmad_dtype dtype,
                           clmad_mode mode, clmad_variant *v)
 {
@@ -18,14 +30,9 @@ void clmad__bcast_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, c
     v->n_outputs = k->n_outputs;
     v->nd = plan->any_strided && mode != CLMAD_MODE_STORED ? plan->nd : 0;
     v->write_values = 1;
-    /* A loss kernel's work-item visits the elements of its partial sum. */
-    v->items = mode == CLMAD_MODE_LOSS ? 1 : clmad__items_per_work_item(k->ctx);
-    if (mode != CLMAD_MODE_STORED && v->items > 1 && plan->any_strided) {
-        size_t last = plan->dims[plan->nd - 1], items = (size_t)v->items;
-        v->row_runs = last % items == 0 ? CLMAD_ROWS_ALIGNED : last > items ? CLMAD_ROWS_CROSSING : 0;
-    }
-    /* Coordinates per element: by multiply-high where every index fits 31 bits. */
-    v->div_by_mul = v->nd > 1 && !v->row_runs && plan->numel < ((size_t)1 << 31);
+    /* A loss kernel's work-item visits the elements of its partial sum
+     * (in runs only when it sums a range: clmad__bcast_variant_runs). */
+    clmad__bcast_variant_runs(v, plan, mode == CLMAD_MODE_LOSS ? 1 : clmad__items_per_work_item(k->ctx));
     for (int j = 0; j < k->n_inputs; j++) {
         v->access[j] = (char)plan->access[j];
         v->integer[j] = clmad__kernel_integer(k, j) ? (char)k->params[j].dtype : 0;

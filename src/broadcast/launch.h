@@ -35,6 +35,11 @@ static inline clmad_dtype clmad__bcast_dtype(const clmad_kernel *k, clmad_tensor
 void clmad__bcast_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, clmad_dtype dtype,
                           clmad_mode mode, clmad_variant *v);
 
+/* v's element loop: `items` elements per work-item (1: one each), in
+ * runs along rows where strided inputs allow it (row_runs), else with
+ * coordinates per element. */
+void clmad__bcast_variant_runs(clmad_variant *v, const clmad_bcast_plan *plan, int items);
+
 /* Builds (or finds) variant v of k and enqueues it over plan. */
 clmad_status clmad__bcast_launch(clmad_kernel *k, const clmad_variant *v, const clmad_bcast_plan *plan,
                                  const clmad_launch_args *a);

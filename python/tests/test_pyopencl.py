@@ -350,3 +350,14 @@ def test_loaders_that_disagree_are_refused(tmp_path, unlisted_by):
     run = subprocess.run([sys.executable, "-c", MISMATCH, str(tmp_path), icd, unlisted_by], env=env,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and "refused" in run.stdout, run.stdout + run.stderr
+
+
+def test_readme_example():
+    """The example of python/README.md's "PyOpenCL interop", as it is there."""
+    readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "README.md")
+    with open(readme) as f:
+        text = f.read()
+    section = text[text.index("## PyOpenCL interop"):]
+    code = section[section.index("```python\n") + len("```python\n"):section.index("```\n", 10)]
+    assert "from_pyopencl" in code and "to_pyopencl" in code
+    exec(compile(code, "python/README.md (PyOpenCL interop)", "exec"), {})

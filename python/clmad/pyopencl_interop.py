@@ -30,6 +30,7 @@ import atexit
 import collections
 import ctypes
 import gc
+import itertools
 import threading
 import types
 from ctypes import POINTER, byref, c_int32, c_size_t, c_uint, c_uint64, c_void_p
@@ -44,7 +45,6 @@ L = _lib.lib
 _cl = ocl.cl
 
 CL_DEVICE_PLATFORM = 0x1031
-CL_MEM_SIZE = 0x1102
 CL_MEM_ASSOCIATED_MEMOBJECT = 0x1107
 CL_MEM_OFFSET = 0x1108
 CL_BUFFER_CREATE_TYPE_REGION = 0x1220
@@ -88,7 +88,7 @@ def _clmad_platforms():
     ids = (c_void_p * n.value)()
     if _cl.clGetPlatformIDs(n.value, ids, None):
         return set()
-    return {p for p in ids}
+    return set(ids)
 
 
 _ADVICE = ("PyOpenCL's ICD loader and libclmad's (libOpenCL.so.1) loaded different OpenCL drivers; give both the "
@@ -123,7 +123,7 @@ def _check_platform_for_pyopencl(cl, ctx):
 
 # --- sub-buffers that keep an object until OpenCL destroys them ---------------------
 _kept = {}                        # key -> what a live sub-buffer keeps
-_keys = iter(range(1, 1 << 62))
+_keys = itertools.count(1)
 _kept_lock = threading.Lock()
 _to_release = collections.deque()  # clmad tensors whose exported sub-buffer is gone
 

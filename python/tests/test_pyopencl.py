@@ -124,6 +124,17 @@ def test_clmad_writes_pyopencl_reads(ctx, queue):
     np.testing.assert_array_equal(y.numpy(), [-7, -8, -9, -10])
 
 
+def test_held_back_output_is_computed_for_pyopencl(ctx):
+    """A kernel's output that fusion may hold back (docs/fusion.md) is computed when
+    exported; backward still gives the gradient."""
+    xv = np.linspace(-1, 1, 8).astype(np.float32)
+    x = ctx.tensor(xv, requires_grad=True)
+    y = ctx.kernel("T f(T x) { return x * x + 1; }", "f")(x)
+    np.testing.assert_allclose(y.to_pyopencl().get(), xv * xv + 1, rtol=1e-6)
+    (y * y).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 4 * xv * (xv * xv + 1), rtol=1e-5)
+
+
 def test_clmad_context_and_another_queue():
     """clmad on its own context and queue; PyOpenCL on a second queue of that
     context: to_pyopencl finishes clmad's work; the caller finishes its own."""

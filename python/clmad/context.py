@@ -131,7 +131,7 @@ class Context:
         opt.disable_fusion = 0 if fusion else 1
         opt.disable_fp64 = 1 if disable_fp64 else 0
         h = _lib.ctx_p()
-        status = L.clmad_context_create(byref(opt), byref(h))
+        status = self._create(byref(opt), byref(h))
         if status:
             raise_for(status, None)
         self._h = self._raw = h.value
@@ -143,6 +143,9 @@ class Context:
         if h:
             self._h = None
             _release(h)
+
+    def _create(self, opt, out):  # (from_pyopencl replaces it: clmad_context_create_cl)
+        return L.clmad_context_create(opt, out)
 
     def close(self):
         """Releases the context: its tensors stay readable, no new work can be made
@@ -342,6 +345,11 @@ class Context:
         """A broadcast kernel from plain OpenCL C over T (see clmad.Kernel)."""
         from .kernel import Kernel
         return Kernel(self, source, name, n_inputs, n_outputs)
+
+    # --- PyOpenCL (pyopencl_interop.py) ---------------------------------------------
+    # Context.from_pyopencl(queue): a context on the queue's OpenCL objects;
+    # ctx.from_pyopencl(array): a tensor over a pyopencl.array.Array's buffer.
+    from .pyopencl_interop import from_pyopencl
 
 
 def _shape(shape):

@@ -187,6 +187,14 @@ class Tensor:
     def __dlpack_device__(self):
         return (1, 0)  # kDLCPU: the memory exported is host memory (the buffer, or a copy)
 
+    # --- PyOpenCL (pyopencl_interop.py) ---------------------------------------------
+    def to_pyopencl(self, queue=None):
+        """A pyopencl.array.Array over the tensor's buffer, without a copy, on queue (a
+        pyopencl.CommandQueue of the tensor's OpenCL context; None: clmad's own queue).
+        The Array keeps the tensor's memory while it or a command on it lives."""
+        from .pyopencl_interop import to_array
+        return to_array(self, queue)
+
     # --- gradients -------------------------------------------------------------
     @property
     def requires_grad(self):

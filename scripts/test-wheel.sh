@@ -21,6 +21,13 @@ if [ ${#wheels[@]} -ne 1 ] || [ ! -f "${wheels[0]}" ]; then
   exit 1
 fi
 wheel=${wheels[0]}
+# The install line of the READMEs names this very wheel.
+for readme in README.md python/README.md; do
+  if ! grep -qF "pip install \"build/wheel/$(basename "$wheel")[pocl]\"" "$src/$readme"; then
+    echo "test-wheel: $readme does not start its Python install with: pip install \"build/wheel/$(basename "$wheel")[pocl]\"" >&2
+    exit 1
+  fi
+done
 work=$build/wheel-test
 rm -rf "$work"
 mkdir -p "$work/empty-vendors" "$work/run"
@@ -58,6 +65,10 @@ for lib in "${bundled[@]}"; do
   done < <("${bare[@]}" ldd "$lib" | sed 's/^[[:space:]]*//')
 done
 [ $bad -eq 0 ] || { echo "test-wheel: FAIL (ldd)"; exit 1; }
+licences=("$site"/clmad/licenses/*.copyright)
+if [ ! -f "$site/clmad/licenses/clmad.LICENSE" ] || [ ${#licences[@]} -lt $((${#bundled[@]} - 1)) ]; then
+  echo "test-wheel: FAIL (clmad/licenses/ lacks the licence of a bundled library)"; exit 1
+fi
 echo "  ${#bundled[@]} libraries: $(cd "$site" && echo clmad/*.so* clmad.libs/*.so*)"
 
 echo "== import clmad, the devices, where the OpenCL libraries came from"

@@ -8,7 +8,7 @@ CMAKE_FLAGS ?=
 MAKEFLAGS += --no-print-directory
 
 .PHONY: all deps configure build test demo bench bench-peers check-vector install clean ci-time \
-        deps-portability test-portability bench-portability deps-torch test-unfused
+        deps-portability test-portability bench-portability deps-torch test-unfused wheel test-wheel
 
 all: build
 
@@ -89,6 +89,19 @@ bench-portability: deps-portability
 	$(MAKE) build
 	@scripts/install-peers.sh $(BUILD)
 	@scripts/run-portability.sh $(BUILD)
+
+# A self-contained manylinux wheel of the Python package in $(BUILD)/wheel/:
+# libclmad.so (built again, in Release, under $(BUILD)/wheel-cmake) with the
+# CLBlast and OpenCL loader it links, bundled by auditwheel (PyPI tools in
+# $(BUILD)/wheel-tools).
+wheel: deps
+	@JOBS=$(JOBS) scripts/build-wheel.sh $(BUILD)
+
+# Installs that wheel with the extra [pocl] into a fresh venv and runs the
+# examples with no OpenCL of the system's (scripts/test-wheel.sh); not part
+# of `make test` (PyPI downloads, a second build of the library).
+test-wheel: wheel
+	@scripts/test-wheel.sh $(BUILD)
 
 # Header, libclmad.so and .a, clmad-info, CMake package, clmad.pc under PREFIX.
 PREFIX ?= /usr/local

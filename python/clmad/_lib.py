@@ -3,12 +3,15 @@
 
 The library is the one shipped in this package (clmad/libclmad.so), or the
 file named by the environment variable CLMAD_LIBRARY (for development
-against a build folder).
+against a build folder). Before it loads, _icd points the OpenCL loader at
+the POCL from pip when no other OpenCL implementation is installed.
 """
 import ctypes
 import os
 from ctypes import (POINTER, Structure, c_char, c_char_p, c_double, c_int, c_int64, c_size_t,
                     c_uint, c_uint64, c_void_p)
+
+from . import _icd  # noqa: F401  (before the first OpenCL call)
 
 MAX_DIMS = 8
 

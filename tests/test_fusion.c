@@ -8,7 +8,10 @@
  * bitwise (a NaN equals any NaN: first_difference). The cases cover the
  * loss forms (clmad_dot either way round, clmad_sum, keepdims, clmad_mean,
  * and one builtin stage between y and the sum: y * w, w * y, y / w, w - y,
- * y + 0.5, y * -3, under clmad_sum and clmad_mean), both partials policies, f32 and f64, sizes 1 to
+ * y + 0.5, y * -3, under clmad_sum and clmad_mean; chains of them; user
+ * kernels as stages: g(y, w), g(y, 0.5) with a 0-d constant, h(g(y, w)) * w
+ * with h's function named f as the broadcast's is and a macro of its own,
+ * g(g(y, w), w), which takes one kernel once), both partials policies, f32 and f64, sizes 1 to
  * 2^20, a broadcast (row) input, and the hazards that must force the held
  * work or fall back: reading y, a user seed, a retained tape run twice,
  * gradients already present, y feeding another op, y released early, the
@@ -41,13 +44,40 @@ enum form {
     /* a stage z between y and the loss: */
     SUM_MUL, SUM_MUL_SWAPPED, MEAN_MUL, SUM_DIV, SUM_SUB_SWAPPED, SUM_ADD_SCALAR, MEAN_MUL_SCALAR,
     /* chains of stages: */
-    SUM_ADD_MUL, MEAN_SQUARED_ERROR, SUM_EXP_NEG, SUM_FIVE_NEGS, N_FORMS
+    SUM_ADD_MUL, MEAN_SQUARED_ERROR, SUM_EXP_NEG, SUM_FIVE_NEGS,
+    /* user kernels as stages (USER_G, USER_H): */
+    SUM_USER, MEAN_USER_SCALAR, SUM_USER_USER_MUL, SUM_USER_TWICE, N_FORMS
 };
 enum hazard { NONE, READ_Y, READ_Y_FIRST, SEED, RETAIN, GRAD_PRESENT, Y_USED_TWICE, RELEASE_Y, LOSS_USED, Z_USED };
 static const char *FORMS[] = {"dot(y, w)", "dot(w, y)", "sum(y)", "sum(y, keepdims)", "mean(y)", "sum(y * w)",
                               "sum(w * y)", "mean(y * w)", "sum(y / w)", "sum(w - y)", "sum(y + 0.5)",
                               "mean(y * -3)", "sum((y + 0.5) * w)", "mean((y - w) ^ 2)", "sum(exp(-y))",
-                              "sum(-(-(-(-(-y)))))"};
+                              "sum(-(-(-(-(-y)))))", "sum(g(y, w))", "mean(g(y, 0.5))", "sum(h(g(y, w)) * w)",
+                              "sum(g(g(y, w), w))"};
+
+/* User kernels over y, as stages: a branch on the other operand, and a
+ * data-dependent loop in a function named as the broadcast's own (f). */
+static const char *USER_G = "T g(T y, T u)\n"
+                            "{\n"
+                            "    if (ad_val(u) > 0) return ad_mul(ad_tanh(y), u);\n"
+                            "    return ad_sub(y, ad_mul(y, ad_exp(u)));\n"
+                            "}\n";
+static const char *USER_H = "#define ROUNDS 2\n"
+                            "T f(T v)\n"
+                            "{\n"
+                            "    T s = v;\n"
+                            "    for (int i = 0; i < ROUNDS && ad_val(s) < 1; i++) s = ad_add(ad_mul(s, s), v);\n"
+                            "    return s;\n"
+                            "}\n";
+
+/* The user kernels of a context (made before y: making a kernel runs the
+ * held work, as most calls do). */
+static clmad_kernel *kernel_g, *kernel_h;
+
+static void user(clmad_context *ctx, clmad_kernel *k, clmad_tensor **inputs, clmad_tensor **out)
+{
+    CHECK_OK(ctx, clmad_broadcast(ctx, k, inputs, out));
+}
 static const char *HAZARDS[] = {"none", "read y", "read y first", "seed", "retain", "grad present",
                                 "y used twice", "release y", "loss used", "z used"};
 
@@ -77,6 +107,32 @@ static clmad_tensor *stage(clmad_context *ctx, int f, clmad_tensor *y, clmad_ten
             CHECK_OK(ctx, clmad_neg(ctx, t, &z));
         }
         break;
+    case SUM_USER:
+    case SUM_USER_USER_MUL:
+    case SUM_USER_TWICE: {
+        clmad_tensor *in[2] = {y, w};
+        user(ctx, kernel_g, in, f == SUM_USER ? &z : &t);
+        clmad_tensor *again[2] = {t, w}, *u = NULL;
+        if (f == SUM_USER_TWICE)
+            user(ctx, kernel_g, again, &z);
+        if (f == SUM_USER_USER_MUL) {
+            user(ctx, kernel_h, &t, &u);
+            CHECK_OK(ctx, clmad_mul(ctx, u, w, &z));
+            clmad_tensor_release(u);
+        }
+        break;
+    }
+    case MEAN_USER_SCALAR: {
+        double half = 0.5;
+        float halff = 0.5f;
+        clmad_tensor *s;
+        const clmad_dtype dt = clmad_tensor_dtype(y);
+        CHECK_OK(ctx, clmad_tensor_create(ctx, dt, 0, NULL, dt == CLMAD_F64 ? (void *)&half : (void *)&halff, &s));
+        clmad_tensor *in[2] = {y, s};
+        user(ctx, kernel_g, in, &z);
+        clmad_tensor_release(s);
+        break;
+    }
     case SUM_MUL:
     case MEAN_MUL: CHECK_OK(ctx, clmad_mul(ctx, y, w, &z)); break;
     case SUM_MUL_SWAPPED: CHECK_OK(ctx, clmad_mul(ctx, w, y, &z)); break;
@@ -160,6 +216,8 @@ static void run(clmad_context *ctx, const program *p, results *r)
     size_t shape[2] = {p->rows, p->cols}, row[2] = {1, p->cols};
     clmad_kernel *k;
     CHECK_OK(ctx, clmad_kernel_create(ctx, SOURCE, "f", 3, 1, &k));
+    CHECK_OK(ctx, clmad_kernel_create(ctx, USER_G, "g", 2, 1, &kernel_g));
+    CHECK_OK(ctx, clmad_kernel_create(ctx, USER_H, "f", 1, 1, &kernel_h));
     CHECK_OK(ctx, clmad_set_partials_policy(ctx, p->policy));
     CHECK_OK(ctx, clmad_set_retain_tape(ctx, p->hazard == RETAIN));
     clmad_tensor *a = make(ctx, p->dtype, 2, shape, 0, 1), *b = make(ctx, p->dtype, 2, shape, 1, 1);
@@ -180,6 +238,7 @@ static void run(clmad_context *ctx, const program *p, results *r)
         case MEAN:
         case MEAN_MUL:
         case MEAN_MUL_SCALAR:
+        case MEAN_USER_SCALAR:
         case MEAN_SQUARED_ERROR: CHECK_OK(ctx, clmad_mean(ctx, x, axes_all, NULL, 0, &loss)); break;
         default: CHECK_OK(ctx, clmad_sum(ctx, x, axes_all, NULL, p->form == SUM_KEEPDIMS, &loss));
         }
@@ -232,6 +291,8 @@ static void run(clmad_context *ctx, const program *p, results *r)
     for (int i = 0; i < 4; i++)
         clmad_tensor_release(all[i]);
     clmad_kernel_release(k);
+    clmad_kernel_release(kernel_g);
+    clmad_kernel_release(kernel_h);
 }
 
 static clmad_context *on, *off;
@@ -319,8 +380,8 @@ static void check_build_failure(void)
     clmad_options opt = {0};
     clmad_context *broken = test_context_with(&opt);
     clmad__inject_build_failure(broken, CLMAD_MODE_LOSS);
-    static const int forms[] = {DOT, MEAN, SUM_MUL};
-    for (int f = 0; f < 3; f++) {
+    static const int forms[] = {DOT, MEAN, SUM_MUL, SUM_USER_USER_MUL};
+    for (int f = 0; f < 4; f++) {
         program p = {CLMAD_F32, 3, 33, forms[f], GRAD_PRESENT, CLMAD_PARTIALS_STORE, 0};
         test_set_case("injected build failure, %s: ", FORMS[forms[f]]);
         results fused = {0}, eager = {0};
@@ -474,11 +535,15 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
         check_passes(SUM_ADD_MUL, 5, 0);
         check_passes(MEAN_SQUARED_ERROR, 5, 0);
         check_passes(SUM_EXP_NEG, 4, 0);
+        /* user kernels as stages: w read by g (and by the product) */
+        check_passes(SUM_USER, 5, 0);
+        check_passes(SUM_USER_USER_MUL, 6, 0);
         /* w needs a gradient: written too; dot's is y (written), times the
          * seed into w's gradient in backward as eager does (2 passes) */
         check_passes(DOT, 8, 1);
         check_passes(SUM_MUL, 6, 1);
         check_passes(MEAN_SQUARED_ERROR, 6, 1);
+        check_passes(SUM_USER, 6, 1); /* w's gradient from the user stage */
     }
     for (size_t s = 0; s < n; s++)
         for (int form = DOT; form < N_FORMS; form++)
@@ -491,9 +556,10 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
                              pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0};
                 check(&p);
             }
-    static const int hazard_forms[] = {DOT, SUM, MEAN, SUM_MUL, MEAN_MUL_SCALAR, MEAN_SQUARED_ERROR};
+    static const int hazard_forms[] = {DOT, SUM, MEAN, SUM_MUL, MEAN_MUL_SCALAR, MEAN_SQUARED_ERROR,
+                                       SUM_USER_USER_MUL};
     for (int hazard = READ_Y; hazard <= Z_USED; hazard++)
-        for (int f = 0; f < 6; f++)
+        for (int f = 0; f < 7; f++)
             for (int pol = 0; pol < 2; pol++) {
                 int form = hazard_forms[f];
                 program p = {CLMAD_F32, 3, 33, form, hazard, pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0};
@@ -503,9 +569,9 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
             }
     /* w needing a gradient, where w is a tensor of y's shape */
     static const int w_forms[] = {DOT, DOT_SWAPPED, SUM_MUL, SUM_MUL_SWAPPED, MEAN_MUL, SUM_DIV,
-                                  SUM_SUB_SWAPPED, SUM_ADD_MUL, MEAN_SQUARED_ERROR};
+                                  SUM_SUB_SWAPPED, SUM_ADD_MUL, MEAN_SQUARED_ERROR, SUM_USER, SUM_USER_USER_MUL};
     for (size_t s = 1; s < n && s < 4; s++)
-        for (int f = 0; f < 9; f++)
+        for (int f = 0; f < 11; f++)
             for (int pol = 0; pol < 2; pol++) {
                 program p = {CLMAD_F32, sizes[s][0], sizes[s][1], w_forms[f], NONE,
                              pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 1};
@@ -519,8 +585,8 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
                 check(&p);
         }
     /* f64: a form of each kind (each compiles its own variants) */
-    static const int f64_forms[] = {DOT, MEAN, SUM_MUL_SWAPPED, MEAN_SQUARED_ERROR, SUM_EXP_NEG};
-    for (int f = 0; f < 5 && test_device_fp64(); f++) {
+    static const int f64_forms[] = {DOT, MEAN, SUM_MUL_SWAPPED, MEAN_SQUARED_ERROR, SUM_EXP_NEG, SUM_USER_USER_MUL};
+    for (int f = 0; f < 6 && test_device_fp64(); f++) {
         program p = {CLMAD_F64, 7, 33, f64_forms[f], NONE, f % 2 ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, 0};
         check(&p);
     }

@@ -69,6 +69,12 @@ int clmad__kernel_arguments(const clmad_variant *v, clmad_kernel_arg *args)
         for (int s = 0; s < v->loss_stages; s++)
             if (v->loss_stage_wgrad[s])
                 args[n++] = arg(CLMAD_ARG_STAGE_GRAD, 0, s, 0, 0);
+        for (int s = 0; s < v->loss_stages; s++)
+            for (int j = 0; v->loss_stage[s] == CLMAD_STAGE_USER && j < v->loss_stage_inputs[s]; j++)
+                if (j != v->loss_stage_y[s])
+                    args[n++] = arg(CLMAD_ARG_STAGE_INPUT, 0, s, j, 0);
+        for (int u = 0; u < v->loss_user_grads; u++)
+            args[n++] = arg(CLMAD_ARG_USER_GRAD, 0, u, 0, 0);
         for (int s = 0; s < v->K; s++)
             args[n++] = arg(CLMAD_ARG_GRAD, 0, s, 0, 0);
     } else {
@@ -146,6 +152,8 @@ static const struct {
     [CLMAD_ARG_WEIGHT] = {",\n    __global const real *restrict clmad__w%d", "s"},
     [CLMAD_ARG_LOSS_ADJ] = {", const real clmad__A", ""},
     [CLMAD_ARG_STAGE_GRAD] = {",\n    __global real *restrict clmad__gw%d", "s"},
+    [CLMAD_ARG_STAGE_INPUT] = {",\n    __global const real *restrict clmad__su%d_%d", "sj"},
+    [CLMAD_ARG_USER_GRAD] = {",\n    __global real *restrict clmad__gu%d", "s"},
 };
 
 static int index_of(const clmad_kernel_arg *a, char which)

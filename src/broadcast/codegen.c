@@ -10,6 +10,8 @@
 #include "broadcast/codegen.h"
 #include "base/embedded.h"
 
+#include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 int clmad__variant_equal(const clmad_variant *a, const clmad_variant *b)
@@ -24,6 +26,15 @@ int clmad__variant_equal(const clmad_variant *a, const clmad_variant *b)
         a->loss_adj != b->loss_adj || a->loss_lanes != b->loss_lanes || a->loss_write_y != b->loss_write_y)
         return 0;
     size_t n = (size_t)a->n_inputs, K = (size_t)a->K, S = (size_t)a->loss_stages;
+    if (memcmp(a->loss_stage_kernel, b->loss_stage_kernel, S * sizeof a->loss_stage_kernel[0]) ||
+        memcmp(a->loss_stage_inputs, b->loss_stage_inputs, S) ||
+        memcmp(a->loss_stage_scalars, b->loss_stage_scalars, S * sizeof a->loss_stage_scalars[0]))
+        return 0;
+    size_t U = (size_t)a->loss_user_grads;
+    if (a->loss_user_grads != b->loss_user_grads || memcmp(a->loss_user_grad_stage, b->loss_user_grad_stage, U) ||
+        memcmp(a->loss_user_grad_input, b->loss_user_grad_input, U) ||
+        memcmp(a->loss_user_grad_raw, b->loss_user_grad_raw, U))
+        return 0;
     if (memcmp(a->loss_stage, b->loss_stage, S) || memcmp(a->loss_stage_y, b->loss_stage_y, S) ||
         memcmp(a->loss_weight_scalar, b->loss_weight_scalar, S) || memcmp(a->loss_stage_wgrad, b->loss_stage_wgrad, S))
         return 0;
@@ -118,6 +129,96 @@ static void emit_call_definition(clmad_strbuf *sb, const clmad_variant *v, const
     clmad__remacro(sb, integers);
 }
 
+/* A user's source under `#line 1 "name"`, its functions force-inlined
+ * where the compiler takes the pragma (see clmad__generate_program);
+ * returns the program line the source starts at. */
+static int emit_source(clmad_strbuf *sb, const char *source, const char *name, int force_inline)
+{
+    if (force_inline)
+        clmad__sb_append(sb, "\n#pragma clang attribute push "
+                             "(__attribute__((always_inline)), apply_to = function)\n");
+    clmad__sb_printf(sb, "#line 1 \"%s\"\n", name);
+    int first_line = 1;
+    for (size_t i = 0; sb->data && i < sb->len; i++)
+        first_line += sb->data[i] == '\n';
+    clmad__sb_append(sb, source);
+    clmad__sb_append(sb, "\n");
+    if (force_inline) {
+        static const char *const words[] = {"pop", NULL};
+        clmad__unmacro(sb, words);
+        clmad__sb_append(sb, "#pragma clang attribute pop\n");
+        clmad__remacro(sb, words);
+    }
+    return first_line;
+}
+
+/* #undef of each macro that source #defines, so that a later source sees
+ * none of them. */
+static void undefine_macros(clmad_strbuf *sb, const char *source)
+{
+    for (const char *c = source; *c;) {
+        while (*c == ' ' || *c == '\t')
+            c++;
+        if (*c == '#') {
+            c++;
+            while (*c == ' ' || *c == '\t')
+                c++;
+            if (strncmp(c, "define", 6) == 0 && (c[6] == ' ' || c[6] == '\t')) {
+                c += 6;
+                while (*c == ' ' || *c == '\t')
+                    c++;
+                size_t len = 0;
+                while (isalnum((unsigned char)c[len]) || c[len] == '_')
+                    len++;
+                if (len)
+                    clmad__sb_printf(sb, "#undef %.*s\n", (int)len, c);
+            }
+        }
+        while (*c && *c != '\n')
+            c++;
+        if (*c)
+            c++;
+    }
+}
+
+/* "T clmad__stage<s>(T clmad__a0, ...)": user stage s's call (LOSS). */
+static void emit_stage_head(clmad_strbuf *sb, const clmad_variant *v, int s, const char *before)
+{
+    clmad__sb_printf(sb, "%sT clmad__stage%d(", before, s);
+    for (int j = 0; j < v->loss_stage_inputs[s]; j++)
+        clmad__sb_printf(sb, "%sT clmad__a%d", j ? ", " : "", j);
+    clmad__sb_append(sb, ")");
+}
+
+/* User stage s of a loss kernel: its source after the broadcast's (and the
+ * earlier stages'), none of their macros defined, its function renamed
+ * clmad__user<s> so that it may share a name with theirs, then
+ * clmad__stage<s>, which calls it. Names that clash otherwise fail the
+ * build, and the loss then runs eagerly (ops/fused_loss.c). */
+static void emit_user_stage(clmad_strbuf *sb, const clmad_variant *v, int s, const char *user_source,
+                            int force_inline)
+{
+    undefine_macros(sb, user_source);
+    for (int i = 0; i < s; i++)
+        if (v->loss_stage[i] == CLMAD_STAGE_USER)
+            undefine_macros(sb, v->loss_stage_source[i]);
+    clmad__sb_printf(sb, "#define %s clmad__user%d\n", v->loss_stage_fn[s], s);
+    char name[32];
+    snprintf(name, sizeof name, "stage %d source", s);
+    emit_source(sb, v->loss_stage_source[s], name, force_inline);
+    clmad__sb_printf(sb, "#undef %s\n", v->loss_stage_fn[s]);
+    static const char *const words[] = {"T", "return", NULL};
+    clmad__unmacro(sb, words);
+    clmad__sb_append(sb, "#line 1 \"clmad-call\"\n");
+    emit_stage_head(sb, v, s, "");
+    clmad__sb_printf(sb, "\n{\n    return clmad__user%d(", s);
+    for (int j = 0; j < v->loss_stage_inputs[s]; j++)
+        clmad__sb_printf(sb, "%sclmad__a%d", j ? ", " : "", j);
+    clmad__sb_append(sb, ");\n}\n");
+    clmad__remacro(sb, words);
+    undefine_macros(sb, v->loss_stage_source[s]);
+}
+
 int clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char *user_source,
                             const char *fn_name, int force_inline)
 {
@@ -140,7 +241,13 @@ int clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char
     clmad__sb_append(sb, "#line 1 \"clmad-helpers\"\n");
     emit_helpers(sb, v);
     emit_call_head(sb, v, "AD_INLINE ");
-    clmad__sb_append(sb, ";\n#line 1 \"clmad-generated\"\n");
+    clmad__sb_append(sb, ";\n");
+    for (int s = 0; v->mode == CLMAD_MODE_LOSS && s < v->loss_stages; s++)
+        if (v->loss_stage[s] == CLMAD_STAGE_USER) {
+            emit_stage_head(sb, v, s, "AD_INLINE ");
+            clmad__sb_append(sb, ";\n");
+        }
+    clmad__sb_append(sb, "#line 1 \"clmad-generated\"\n");
     clmad__emit_signature(sb, v);
     if (v->mode == CLMAD_MODE_LOSS)
         clmad__emit_loss_body(sb, v);
@@ -152,21 +259,10 @@ int clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char
      * known to accept the pragma (force_inline): NVIDIA's OpenCL compiler
      * reports clang 16 but rejects always_inline in `#pragma clang
      * attribute`, and GPU compilers inline such functions anyway. */
-    if (force_inline)
-        clmad__sb_append(sb, "\n#pragma clang attribute push "
-                             "(__attribute__((always_inline)), apply_to = function)\n");
-    clmad__sb_append(sb, "#line 1 \"source\"\n");
-    int first_line = 1;
-    for (size_t i = 0; sb->data && i < sb->len; i++)
-        first_line += sb->data[i] == '\n';
-    clmad__sb_append(sb, user_source);
-    clmad__sb_append(sb, "\n");
-    if (force_inline) {
-        static const char *const words[] = {"pop", NULL};
-        clmad__unmacro(sb, words);
-        clmad__sb_append(sb, "#pragma clang attribute pop\n");
-        clmad__remacro(sb, words);
-    }
+    const int first_line = emit_source(sb, user_source, "source", force_inline);
     emit_call_definition(sb, v, fn_name);
+    for (int s = 0; v->mode == CLMAD_MODE_LOSS && s < v->loss_stages; s++)
+        if (v->loss_stage[s] == CLMAD_STAGE_USER)
+            emit_user_stage(sb, v, s, user_source, force_inline);
     return first_line;
 }

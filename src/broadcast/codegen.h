@@ -37,6 +37,9 @@ enum { CLMAD_SLOT_TANGENT_ONLY = -2 };
  * slower on POCL. */
 enum { CLMAD_STEP_ARGUMENT = 0, CLMAD_STEP_ZERO = 1, CLMAD_STEP_ONE = 2 };
 
+/* Inputs of a loss kernel's user stages that need a gradient, at most. */
+enum { CLMAD_MAX_USER_GRADS = 8 };
+
 /* Everything that changes the generated source, and nothing else: shapes
  * and strides are kernel arguments, so one variant serves every size. */
 typedef struct clmad_variant {
@@ -76,7 +79,23 @@ typedef struct clmad_variant {
                                            z_i = op_i(z_i-1) or op_i(z_i-1, w_i) or op_i(w_i, z_i-1),
                                            z_0 = y (at most CLMAD_MAX_LOSS_STAGES) */
     char loss_stage[CLMAD_MAX_LOSS_STAGES];   /* op_i: CLMAD_STAGE_* */
-    char loss_stage_y[CLMAD_MAX_LOSS_STAGES]; /* binary op_i: z_i-1's operand, 0 or 1 */
+    char loss_stage_y[CLMAD_MAX_LOSS_STAGES]; /* binary op_i: z_i-1's operand, 0 or 1; a user
+                                                 kernel's (CLMAD_STAGE_USER): its input */
+    /* CLMAD_STAGE_USER: the user kernel's id (clmad_kernel), its number of
+     * inputs, and which of the others are one value (0-d, read at 0; the
+     * rest have the loss's shape); its source and function name, read when
+     * the variant is generated and not compared (the id names them). */
+    uint64_t loss_stage_kernel[CLMAD_MAX_LOSS_STAGES];
+    /* The inputs of user stages that need a gradient (of the loss's shape):
+     * USER_GRAD u gets input loss_user_grad_input[u] of stage
+     * loss_user_grad_stage[u]'s partial times the adjoint from above, or
+     * the partial itself (loss_user_grad_raw: the last stage's STORE node's) */
+    int loss_user_grads;
+    unsigned char loss_user_grad_stage[CLMAD_MAX_USER_GRADS], loss_user_grad_input[CLMAD_MAX_USER_GRADS];
+    unsigned char loss_user_grad_raw[CLMAD_MAX_USER_GRADS];
+    unsigned char loss_stage_inputs[CLMAD_MAX_LOSS_STAGES];
+    uint64_t loss_stage_scalars[CLMAD_MAX_LOSS_STAGES];
+    const char *loss_stage_source[CLMAD_MAX_LOSS_STAGES], *loss_stage_fn[CLMAD_MAX_LOSS_STAGES];
     char loss_weight_scalar[CLMAD_MAX_LOSS_STAGES]; /* w_i is one value (0-d), read at 0 */
     int loss_stage_raw;                 /* the last stage's partial is z's adjoint itself (its
                                            STORE node's, taken whole), else adjoint_times(A, it) */
@@ -105,7 +124,9 @@ enum { CLMAD_LOSS_RUN = 64 };
 enum {
     CLMAD_STAGE_NONE, CLMAD_STAGE_ADD, CLMAD_STAGE_SUB, CLMAD_STAGE_MUL, CLMAD_STAGE_DIV, CLMAD_STAGE_POW,
     CLMAD_STAGE_NEG, CLMAD_STAGE_EXP, CLMAD_STAGE_LOG, CLMAD_STAGE_TANH, CLMAD_STAGE_SIGMOID, CLMAD_STAGE_RELU,
-    CLMAD_STAGE_SQRT
+    CLMAD_STAGE_SQRT,
+    CLMAD_STAGE_USER /* a user kernel of one output: z_i-1 is its input loss_stage_y, the
+                        others need no gradient (STAGE_INPUT s j) */
 };
 
 /* The arguments of a generated kernel, in order: the one contract between
@@ -121,7 +142,9 @@ enum {
  *     STORED: STORED o s for the outputs in adj_mask (no inputs);
  *   LOSS: PARTS, SUMS, WEIGHT 0 when loss_weighted, WEIGHT s for each stage s
  *     of two operands, LOSS_ADJ when loss_adj, VALUE 0 when loss_write_y,
- *     STAGE_GRAD s where loss_stage_wgrad[s], GRAD s, INPUT j;
+ *     STAGE_GRAD s where loss_stage_wgrad[s], STAGE_INPUT s j for each user
+ *     stage s and its input j other than loss_stage_y[s], USER_GRAD u for
+ *     u < loss_user_grads, GRAD s, INPUT j;
  *   when any input is strided: DIM d, then per strided input STRIDE j d,
  *     then with div_by_mul DIVISOR d for d = 1 .. nd - 1. */
 typedef enum clmad_arg_kind {
@@ -144,7 +167,10 @@ typedef enum clmad_arg_kind {
     CLMAD_ARG_WEIGHT,      /* LOSS: w (dot's, or stage s's), read at the element index (or at 0:
                               loss_weight_scalar) */
     CLMAD_ARG_LOSS_ADJ,    /* LOSS, real: the adjoint of each summed value */
-    CLMAD_ARG_STAGE_GRAD   /* LOSS: the gradient of stage s's w (written) */
+    CLMAD_ARG_STAGE_GRAD,  /* LOSS: the gradient of stage s's w (written) */
+    CLMAD_ARG_STAGE_INPUT, /* LOSS: input j of user stage s (not z_s-1), read at the element
+                              index (or at 0: loss_stage_scalars) */
+    CLMAD_ARG_USER_GRAD    /* LOSS: the gradient of user stage input s (loss_user_grad_*) */
 } clmad_arg_kind;
 
 typedef struct clmad_kernel_arg {

@@ -22,12 +22,36 @@ static const char *const STAGE_FN[] = {
     [CLMAD_STAGE_EXP] = "ad_exp",   [CLMAD_STAGE_LOG] = "ad_log",         [CLMAD_STAGE_TANH] = "ad_tanh",
     [CLMAD_STAGE_SIGMOID] = "ad_sigmoid", [CLMAD_STAGE_RELU] = "ad_relu", [CLMAD_STAGE_SQRT] = "ad_sqrt"};
 
+/* User stage i's dual clmad__<name><id> seeded on its input `seed` (slot
+ * 0), the others constants: z_i-1's value and the STAGE_INPUTs. */
+static void emit_user_stage_dual(clmad_strbuf *sb, const clmad_variant *v, int i, int seed, const char *name,
+                                 int id)
+{
+    clmad__sb_printf(sb, "    const T clmad__%s%d = clmad__stage%d(", name, id, i);
+    for (int j = 0; j < v->loss_stage_inputs[i]; j++) {
+        const char *sep = j ? ", " : "", *how = j == seed ? "seed0" : "const";
+        if (j == v->loss_stage_y[i])
+            clmad__sb_printf(sb, "%sclmad__%s(clmad__v)", sep, how);
+        else
+            clmad__sb_printf(sb, "%sclmad__%s(clmad__su%d_%d[%s])", sep, how, i, j,
+                             (v->loss_stage_scalars[i] >> j) & 1u ? "0" : "clmad__e");
+    }
+    clmad__sb_append(sb, ");\n");
+}
+
 /* Stage i's dual seeded on its value below (`wrt_w` 0) or on w_i (1), the
  * other operand a constant, as the builtin's own kernel seeds its active
  * inputs: each slot of a dual is computed alone, so this slot 0 is that
  * kernel's slot of the input. */
 static void emit_stage_dual(clmad_strbuf *sb, const clmad_variant *v, int i, int wrt_w)
 {
+    if (v->loss_stage[i] == CLMAD_STAGE_USER) {
+        emit_user_stage_dual(sb, v, i, v->loss_stage_y[i], "z", i);
+        for (int u = 0; wrt_w && u < v->loss_user_grads; u++)
+            if (v->loss_user_grad_stage[u] == i)
+                emit_user_stage_dual(sb, v, i, v->loss_user_grad_input[u], "zu", u);
+        return;
+    }
     const char *fn = STAGE_FN[(int)v->loss_stage[i]];
     if (v->loss_stage[i] >= CLMAD_STAGE_NEG) {
         clmad__sb_printf(sb, "    const T clmad__z%d = %s(clmad__seed0(clmad__v));\n", i, fn);
@@ -53,14 +77,23 @@ static void emit_stages(clmad_strbuf *sb, const clmad_variant *v, const char *A)
     const int S = v->loss_stages;
     clmad__sb_append(sb, "    real clmad__v = clmad__y;\n");
     for (int i = 0; i < S; i++) {
-        emit_stage_dual(sb, v, i, 0);
-        if (v->loss_stage_wgrad[i])
+        if (v->loss_stage[i] == CLMAD_STAGE_USER)
+            emit_stage_dual(sb, v, i, 1); /* its value's dual and its other inputs' */
+        else
+            emit_stage_dual(sb, v, i, 0);
+        if (v->loss_stage_wgrad[i] && v->loss_stage[i] != CLMAD_STAGE_USER)
             emit_stage_dual(sb, v, i, 1);
         clmad__sb_printf(sb, "    clmad__v = clmad__val(clmad__z%d);\n", i);
     }
     clmad__sb_printf(sb, "    clmad__term = clmad__v;\n    real clmad__ay = %s;\n", A);
     for (int i = S - 1; i >= 0; i--) {
         const int raw = i == S - 1 && v->loss_stage_raw;
+        for (int u = 0; u < v->loss_user_grads; u++)
+            if (v->loss_user_grad_stage[u] == i && v->loss_user_grad_raw[u])
+                clmad__sb_printf(sb, "    clmad__gu%d[clmad__e] = clmad__d0(clmad__zu%d);\n", u, u);
+            else if (v->loss_user_grad_stage[u] == i)
+                clmad__sb_printf(sb, "    clmad__gu%d[clmad__e] = clmad__adjoint_times(clmad__ay, clmad__d0(clmad__zu%d));\n",
+                                 u, u);
         if (v->loss_stage_wgrad[i] == 2)
             clmad__sb_printf(sb, "    clmad__gw%d[clmad__e] = clmad__d0(clmad__zw%d);\n", i, i);
         else if (v->loss_stage_wgrad[i])

@@ -141,10 +141,40 @@ int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor 
     return (flags & CLMAD_LOSS_W_GRAD) && clmad__same_shape(w, y);
 }
 
+int clmad__bcast_user_stage(clmad_context *ctx, const clmad_kernel *k, clmad_tensor *const *inputs, int *pos)
+{
+    if (!ctx || !clmad__fusion_enabled(ctx) || !k || k->ctx != ctx || !inputs || k->n_outputs != 1 ||
+        k->stage_failed)
+        return 0;
+    int found = -1;
+    for (int j = 0; j < k->n_inputs; j++) {
+        clmad_tensor *x = inputs[j];
+        if (!x || x->ctx != ctx || clmad__kernel_integer(k, j))
+            return 0;
+        if (found < 0 && clmad__bcast_loss_fusible(ctx, x, NULL, 0))
+            found = j;
+        else if (x->held || x->wrapped)
+            return 0;
+    }
+    if (found < 0)
+        return 0;
+    for (int j = 0; j < k->n_inputs; j++) {
+        const int grad = j != found && clmad__needs_grad(ctx, inputs[j]);
+        if (j != found && !clmad__same_shape(inputs[j], inputs[found]) && (grad || inputs[j]->ndim != 0))
+            return 0;
+        for (int i = 0; grad && i < j; i++)
+            if (inputs[i] == inputs[j])
+                return 0; /* one tensor in two places: its gradient is a sum */
+    }
+    *pos = found;
+    return 1;
+}
+
 void clmad__loss_grads_release(clmad_loss_grads *g)
 {
     clmad__release_all(g->grad, g->n);
     clmad__release_all(g->stage_grad, CLMAD_MAX_LOSS_STAGES);
+    clmad__release_all(g->user_grad, CLMAD_MAX_USER_GRADS);
     clmad_tensor_release(g->y_values);
     g->y_values = NULL;
     g->n = 0;
@@ -175,6 +205,16 @@ static void loss_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, cl
     v->loss_stages = form->n_stages;
     weights[0] = form->w;
     for (int s = 0; s < form->n_stages; s++) {
+        const clmad_kernel *g = form->stage_kernel[s];
+        for (int j = 0; g && j < g->n_inputs; j++)
+            if (form->stage_inputs[s][j]->ndim == 0 && j != form->stage_y[s])
+                v->loss_stage_scalars[s] |= (uint64_t)1 << j;
+        if (g) {
+            v->loss_stage_kernel[s] = g->id;
+            v->loss_stage_inputs[s] = (unsigned char)g->n_inputs;
+            v->loss_stage_source[s] = g->source;
+            v->loss_stage_fn[s] = g->fn_name;
+        }
         v->loss_stage[s] = (char)form->stage[s];
         v->loss_stage_y[s] = (char)form->stage_y[s];
         v->loss_weight_scalar[s] = form->stage_w[s] && !clmad__same_shape(form->stage_w[s], y);
@@ -183,6 +223,12 @@ static void loss_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, cl
             weights[s] = form->stage_w[s];
     }
     v->loss_stage_raw = form->stage_raw;
+    for (int u = 0; u < form->n_user_grads; u++) {
+        v->loss_user_grad_stage[u] = (unsigned char)form->user_grad_stage[u];
+        v->loss_user_grad_input[u] = (unsigned char)form->user_grad_input[u];
+        v->loss_user_grad_raw[u] = (unsigned char)form->user_grad_raw[u];
+    }
+    v->loss_user_grads = form->n_user_grads;
     v->loss_adj = form->adj != 1.0;
     v->loss_lanes = ranges ? 1 : y->ctx->loss_lanes;
 }
@@ -198,6 +244,8 @@ static clmad_status extra_outputs(clmad_context *ctx, clmad_tensor *y, const clm
     for (int s = 0; s < form->n_stages && st == CLMAD_OK; s++)
         if (form->stage_wgrad[s])
             st = clmad_tensor_create(ctx, y->dtype, y->ndim, y->shape, NULL, &g->stage_grad[s]);
+    for (int u = 0; u < form->n_user_grads && st == CLMAD_OK; u++)
+        st = clmad_tensor_create(ctx, y->dtype, y->ndim, y->shape, NULL, &g->user_grad[u]);
     return st;
 }
 
@@ -235,11 +283,19 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const 
     if (st == CLMAD_OK) {
         clmad_launch_args a = {.values = &g->y_values, .derivs = g->grad, .inputs = h->inputs, .sums = sums,
                                .weights = weights, .stage_grads = g->stage_grad, .loss_adj = form->adj,
-                               .parts = parts};
+                               .parts = parts, .stage_inputs = form->stage_inputs, .user_grads = g->user_grad};
         st = clmad__bcast_launch(k, &v, &plan, &a);
     }
     if (st != CLMAD_OK) {
-        k->loss_failed = st == CLMAD_ERR_BUILD;
+        /* A build that fails with user stages may be their sources' clash:
+         * they stop being stages, and k's losses are tried without them. */
+        int users = 0;
+        for (int s = 0; s < form->n_stages; s++)
+            if (form->stage_kernel[s]) {
+                form->stage_kernel[s]->stage_failed |= st == CLMAD_ERR_BUILD;
+                users = 1;
+            }
+        k->loss_failed |= !users && st == CLMAD_ERR_BUILD;
         clmad__loss_grads_release(g);
         return st;
     }

@@ -25,6 +25,7 @@ typedef struct clmad_loss_grads {
     int input[CLMAD_MAX_INPUTS];          /* which input of the node */
     clmad_tensor *grad[CLMAD_MAX_INPUTS]; /* of that input's shape */
     clmad_tensor *stage_grad[CLMAD_MAX_LOSS_STAGES]; /* w_i's, or NULL */
+    clmad_tensor *user_grad[CLMAD_MAX_USER_GRADS];   /* the user stages' inputs' (form's order) */
     clmad_tensor *y_values;               /* or NULL */
 } clmad_loss_grads;
 
@@ -39,6 +40,13 @@ void clmad__loss_grads_release(clmad_loss_grads *g);
 enum { CLMAD_LOSS_W_SCALAR = 1, CLMAD_LOSS_W_GRAD = 2 };
 int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, int flags);
 
+/* 1 if k over inputs may be a user stage of a loss kernel (CLMAD_STAGE_USER,
+ * codegen.h): fusion is on, k has one output and T inputs only, input *pos
+ * is a held broadcast a loss may fuse (clmad__bcast_loss_fusible) of the
+ * output's shape, and every other input is not held and has that shape or
+ * (needing no gradient) is 0-d. */
+int clmad__bcast_user_stage(clmad_context *ctx, const clmad_kernel *k, clmad_tensor *const *inputs, int *pos);
+
 /* 1 if t is a held broadcast's output that no loss kernel has read: *k
  * its kernel and *inputs its inputs (borrowed). */
 int clmad__bcast_held_call(const clmad_tensor *t, clmad_kernel **k, clmad_tensor *const **inputs);
@@ -52,6 +60,16 @@ typedef struct clmad_loss_form {
     int n_stages;          /* 0 to CLMAD_MAX_LOSS_STAGES (codegen.h) */
     int stage[CLMAD_MAX_LOSS_STAGES], stage_y[CLMAD_MAX_LOSS_STAGES]; /* CLMAD_STAGE_*; z_i-1's operand */
     clmad_tensor *stage_w[CLMAD_MAX_LOSS_STAGES]; /* w_i: y's shape or 0-d; NULL for one operand */
+    /* CLMAD_STAGE_USER: the user kernel and its inputs (z_i-1 at stage_y[i],
+     * the others y's shape or 0-d and needing no gradient: clmad__bcast_user_stage) */
+    clmad_kernel *stage_kernel[CLMAD_MAX_LOSS_STAGES];
+    clmad_tensor *const *stage_inputs[CLMAD_MAX_LOSS_STAGES];
+    /* the user stages' other inputs that need a gradient: stage, input, and
+     * 1 when the gradient is the partial itself (the last stage's STORE
+     * node's, taken whole) */
+    int n_user_grads;
+    int user_grad_stage[CLMAD_MAX_USER_GRADS], user_grad_input[CLMAD_MAX_USER_GRADS];
+    int user_grad_raw[CLMAD_MAX_USER_GRADS];
     clmad_tensor *z[CLMAD_MAX_LOSS_STAGES];       /* z_i, held, read by this loss from now on */
     double adj;            /* clmad_mean's 1/n as its backward makes it (a `real`), or 1 */
     int raw;               /* no stage, no w, adjoint 1: the partials are the gradients */

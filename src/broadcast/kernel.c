@@ -114,6 +114,8 @@ clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const c
     k->ctx = ctx;
     clmad__context_retain(ctx);
     k->refcount = 1;
+    static _Atomic uint64_t next_id;
+    k->id = ++next_id;
     k->n_inputs = n_inputs;
     k->n_outputs = n_outputs;
     memcpy(k->params, params, (size_t)n_inputs * sizeof *params);

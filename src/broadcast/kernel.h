@@ -25,6 +25,10 @@ struct clmad_kernel {
     clmad_kernel_variant *variants; /* variants.c */
     int loss_failed;                /* a loss kernel of k failed: losses over it run eagerly
                                        (broadcast/held.c), not rebuilt at every step */
+    int stage_failed;               /* a loss kernel with k as a stage failed: k is not a
+                                       stage again (its output is the loss kernel's y) */
+    uint64_t id;                    /* unique in the process: a loss variant names its user
+                                       stages by it (codegen.h) */
 };
 
 /* For tests: every broadcast variant of mode (a clmad_mode, codegen.h; 0:

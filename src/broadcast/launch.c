@@ -73,12 +73,22 @@ static uint64_t launch_bytes(const clmad_variant *v, const clmad_bcast_plan *pla
 {
     uint64_t n = plan->numel, arrays = 0, small = 0, integer_bytes = 0;
     if (v->mode == CLMAD_MODE_LOSS) {
-        arrays += (uint64_t)v->K + (v->loss_weighted ? 1 : 0) + (v->loss_write_y ? 1 : 0);
+        arrays += (uint64_t)v->K + (v->loss_weighted ? 1 : 0) + (v->loss_write_y ? 1 : 0) +
+                  (uint64_t)v->loss_user_grads;
         small += a->parts;
         for (int s = 0; s < v->loss_stages; s++)
             if (v->loss_stage[s] < CLMAD_STAGE_NEG) {
                 arrays += (v->loss_weight_scalar[s] ? 0 : 1) + (v->loss_stage_wgrad[s] ? 1 : 0);
                 small += v->loss_weight_scalar[s] ? 1 : 0;
+            } else if (v->loss_stage[s] == CLMAD_STAGE_USER) {
+                for (int j = 0; j < v->loss_stage_inputs[s]; j++) {
+                    if (j == v->loss_stage_y[s])
+                        continue;
+                    if ((v->loss_stage_scalars[s] >> j) & 1u)
+                        small++;
+                    else
+                        arrays++;
+                }
             }
     } else if (v->mode == CLMAD_MODE_VJP || v->mode == CLMAD_MODE_STORED) {
         for (int o = 0; o < v->n_outputs; o++)
@@ -134,6 +144,8 @@ static const cl_mem *buffer_of(const clmad_kernel_arg *x, const clmad_variant *v
     case CLMAD_ARG_SUMS: return &a->sums->mem;
     case CLMAD_ARG_WEIGHT: return &a->weights[x->s]->mem;
     case CLMAD_ARG_STAGE_GRAD: return &a->stage_grads[x->s]->mem;
+    case CLMAD_ARG_STAGE_INPUT: return &a->stage_inputs[x->s][x->j]->mem;
+    case CLMAD_ARG_USER_GRAD: return &a->user_grads[x->s]->mem;
     default: return NULL; /* a number: COUNT, DIM, STRIDE */
     }
 }

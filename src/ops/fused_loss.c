@@ -19,6 +19,7 @@
 #include "runtime/primitives.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 struct clmad_fused_loss {
     int raw;                /* the gradients are a STORE node's partials taken whole */
@@ -26,6 +27,9 @@ struct clmad_fused_loss {
     int stage_y[CLMAD_MAX_LOSS_STAGES]; /* stage i's operand that the one below it gave */
     int stage_raw;          /* the last stage's partial was taken whole (its node's STORE) */
     int stage_wgrad[CLMAD_MAX_LOSS_STAGES]; /* as clmad_loss_form's */
+    int n_user_grads;       /* as clmad_loss_form's */
+    int user_grad_stage[CLMAD_MAX_USER_GRADS], user_grad_input[CLMAD_MAX_USER_GRADS];
+    int user_grad_raw[CLMAD_MAX_USER_GRADS];
     clmad_loss_grads g;     /* n = 0 once used or released */
 };
 
@@ -37,6 +41,8 @@ void clmad__fused_loss_free(clmad_fused_loss *f)
         clmad__tensor_unref(f->g.grad[s]);
     for (int s = 0; s < CLMAD_MAX_LOSS_STAGES; s++)
         clmad__tensor_unref(f->g.stage_grad[s]);
+    for (int u = 0; u < CLMAD_MAX_USER_GRADS; u++)
+        clmad__tensor_unref(f->g.user_grad[u]);
     clmad__tensor_unref(f->g.y_values);
     free(f);
 }
@@ -86,13 +92,19 @@ static clmad_status loss_value(clmad_context *ctx, clmad_tensor *y, const clmad_
  * it) over a held broadcast a loss may fuse, *below, at operand *pos, the
  * other operand (*w) of its shape or 0-d (when it needs no gradient). */
 static int stage_under(clmad_context *ctx, clmad_tensor *z, int *stage, int *pos, clmad_tensor **below,
-                    clmad_tensor **w)
+                    clmad_tensor **w, clmad_kernel **user, clmad_tensor *const **user_inputs)
 {
     clmad_kernel *k;
     clmad_tensor *const *in;
+    *user = NULL;
     if (!clmad__bcast_held_call(z, &k, &in) || !clmad__bcast_loss_fusible(ctx, z, NULL, 0))
         return 0;
     *stage = clmad__builtin_stage(ctx, k);
+    if (!*stage && clmad__bcast_user_stage(ctx, k, in, pos)) {
+        *stage = CLMAD_STAGE_USER, *below = in[*pos], *w = NULL;
+        *user = k, *user_inputs = in;
+        return 1;
+    }
     if (*stage >= CLMAD_STAGE_NEG) {
         *pos = 0, *below = in[0], *w = NULL;
         return clmad__bcast_loss_fusible(ctx, in[0], NULL, 0);
@@ -105,20 +117,86 @@ static int stage_under(clmad_context *ctx, clmad_tensor *z, int *stage, int *pos
     return 0;
 }
 
+/* 1 if the user kernel of a chain's new stage users[n - 1] (NULL for a
+ * builtin) is none of the stages' above it: a source appears once in the
+ * loss kernel's program (stage_form checks the broadcast under them). */
+static int distinct_kernels(clmad_kernel *const *users, int n)
+{
+    if (!users[n - 1])
+        return 1;
+    for (int i = 0; i < n - 1; i++)
+        if (users[i] == users[n - 1])
+            return 0;
+    return 1;
+}
+
+/* The user stages' other inputs that need a gradient into the form (as
+ * node.c's take_partial, the last stage's takes its partial whole into an
+ * empty slot under stage_raw). 0 if they are too many, or if a tensor
+ * would get a gradient twice from the loss kernel (an input of the
+ * broadcast y, a stage's w, another stage's input): one contribution each
+ * keeps the order of the sums eager's. */
+static int user_grads(clmad_context *ctx, clmad_loss_form *form, const clmad_tensor *z, clmad_tensor *y)
+{
+    clmad_tensor *seen[CLMAD_MAX_INPUTS + 2 * CLMAD_MAX_LOSS_STAGES + CLMAD_MAX_USER_GRADS];
+    int n_seen = 0, n = 0;
+    clmad_kernel *k;
+    clmad_tensor *const *in;
+    if (clmad__bcast_held_call(y, &k, &in))
+        for (int j = 0; j < k->n_inputs; j++)
+            if (clmad__needs_grad(ctx, in[j]))
+                seen[n_seen++] = in[j];
+    for (int i = 0; i < form->n_stages; i++) {
+        if (form->stage_wgrad[i])
+            seen[n_seen++] = form->stage_w[i];
+        for (int j = 0; form->stage_kernel[i] && j < form->stage_kernel[i]->n_inputs; j++) {
+            clmad_tensor *x = form->stage_inputs[i][j];
+            if (j == form->stage_y[i] || !clmad__needs_grad(ctx, x))
+                continue;
+            if (n == CLMAD_MAX_USER_GRADS)
+                return 0;
+            form->user_grad_stage[n] = i, form->user_grad_input[n] = j;
+            const int last = i == form->n_stages - 1;
+            clmad_tensor **slot = last ? clmad__adjoint_slot(ctx, z->node, j) : NULL;
+            form->user_grad_raw[n] = last && form->stage_raw && slot && !*slot;
+            n++;
+            seen[n_seen++] = x;
+        }
+    }
+    form->n_user_grads = n;
+    for (int a = 0; a < n_seen; a++)
+        for (int b = 0; b < a; b++)
+            if (seen[a] == seen[b])
+                return 0;
+    return 1;
+}
+
 /* *form for a loss over z, when z is the last of a chain of held stages
  * (at most CLMAD_MAX_LOSS_STAGES) over a held broadcast *y. */
 static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_loss_form *form, clmad_tensor **y)
 {
     int n = 0, stage[CLMAD_MAX_LOSS_STAGES], pos[CLMAD_MAX_LOSS_STAGES];
     clmad_tensor *cur = z, *below, *w[CLMAD_MAX_LOSS_STAGES], *zs[CLMAD_MAX_LOSS_STAGES];
-    while (n < CLMAD_MAX_LOSS_STAGES && stage_under(ctx, cur, &stage[n], &pos[n], &below, &w[n])) {
+    clmad_kernel *user[CLMAD_MAX_LOSS_STAGES];
+    clmad_tensor *const *user_inputs[CLMAD_MAX_LOSS_STAGES] = {0};
+    while (n < CLMAD_MAX_LOSS_STAGES &&
+           stage_under(ctx, cur, &stage[n], &pos[n], &below, &w[n], &user[n], &user_inputs[n]) &&
+           distinct_kernels(user, n + 1)) {
         zs[n++] = cur;
         cur = below;
     }
+    clmad_kernel *base;
+    clmad_tensor *const *in;
+    for (int i = 0; clmad__bcast_held_call(cur, &base, &in) && i < n; i++)
+        if (user[i] == base) { /* its source is the broadcast's: the chain starts above it */
+            cur = zs[i];
+            n = i;
+        }
     form->n_stages = n;
     for (int i = 0; i < n; i++) { /* found from the loss down, applied from y up */
         form->stage[i] = stage[n - 1 - i], form->stage_y[i] = pos[n - 1 - i];
         form->stage_w[i] = w[n - 1 - i], form->z[i] = zs[n - 1 - i];
+        form->stage_kernel[i] = user[n - 1 - i], form->stage_inputs[i] = user_inputs[n - 1 - i];
     }
     /* as node.c's take_partial: the last stage's adjoint is clmad_sum's seed
      * (and, for its w, w's slot is empty) */
@@ -127,6 +205,11 @@ static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_l
         form->stage_wgrad[i] = form->stage_w[i] && clmad__needs_grad(ctx, form->stage_w[i]);
     if (n && form->stage_wgrad[n - 1] && form->stage_raw && !*clmad__adjoint_slot(ctx, z->node, 1 - form->stage_y[n - 1]))
         form->stage_wgrad[n - 1] = 2;
+    if (!user_grads(ctx, form, z, cur)) {
+        memset(form, 0, sizeof *form);
+        form->adj = scale;
+        return 0; /* the loss kernel over z itself, if it may */
+    }
     *y = cur;
     return n > 0;
 }
@@ -149,6 +232,11 @@ clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor
     for (int i = 0; i < form.n_stages; i++)
         f->stage_y[i] = form.stage_y[i], f->stage_wgrad[i] = form.stage_wgrad[i];
     f->stage_raw = form.stage_raw;
+    f->n_user_grads = form.n_user_grads;
+    for (int u = 0; u < form.n_user_grads; u++) {
+        f->user_grad_stage[u] = form.user_grad_stage[u], f->user_grad_input[u] = form.user_grad_input[u];
+        f->user_grad_raw[u] = form.user_grad_raw[u];
+    }
     form.write_y = w && clmad__needs_grad(ctx, w); /* dot's w: its gradient is y */
     /* A STORE node would hand its partials over whole to an adjoint of 1
      * (node.c's take_partial): so does the loss kernel. */
@@ -181,6 +269,13 @@ static int grads_usable(clmad_context *ctx, clmad_node *node, clmad_tensor *z, c
         clmad_tensor **w_slot = f->stage_wgrad[i] == 2 ? clmad__adjoint_slot(ctx, z->node, 1 - f->stage_y[i]) : NULL;
         if (f->stage_wgrad[i] == 2 && (ctx->tape.retain || !w_slot || *w_slot))
             return 0;
+        for (int u = 0; u < f->n_user_grads; u++) {
+            if (f->user_grad_stage[u] != i || !f->user_grad_raw[u])
+                continue;
+            clmad_tensor **slot = clmad__adjoint_slot(ctx, z->node, f->user_grad_input[u]);
+            if (ctx->tape.retain || !slot || *slot)
+                return 0;
+        }
         stages[i] = z->node;
         z = z->node->inputs[f->stage_y[i]];
     }
@@ -202,11 +297,17 @@ static clmad_status give_w_gradients(clmad_context *ctx, clmad_node *node, int y
                                      clmad_node **stages)
 {
     clmad_status st = CLMAD_OK;
-    for (int i = f->n_stages - 1; i >= 0 && st == CLMAD_OK; i--)
+    for (int i = f->n_stages - 1; i >= 0 && st == CLMAD_OK; i--) {
         if (f->g.stage_grad[i]) {
             st = clmad__accumulate_input(ctx, stages[i], 1 - f->stage_y[i], f->g.stage_grad[i]);
             f->g.stage_grad[i] = NULL;
         }
+        for (int u = 0; u < f->n_user_grads && st == CLMAD_OK; u++)
+            if (f->user_grad_stage[u] == i && f->g.user_grad[u]) {
+                st = clmad__accumulate_input(ctx, stages[i], f->user_grad_input[u], f->g.user_grad[u]);
+                f->g.user_grad[u] = NULL;
+            }
+    }
     if (st == CLMAD_OK && f->g.y_values) /* as dot.c's backward: w's adjoint is a (= y) times the seed */
         st = clmad__give_adjoint(ctx, node, 1 - y_input, f->g.y_values, node->out_adj[0]);
     return st;

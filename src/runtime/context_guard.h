@@ -50,7 +50,8 @@ void clmad__guard_forget(const clmad_context *ctx);
  * compilers without it get no detection and no fusion: the guard is then
  * a no-op). CLMAD_GUARD_HOLDING is for the calls that handle held tensors
  * themselves (they fuse them or run what they read: clmad_dot, clmad_sum,
- * clmad_mul, clmad_backward, clmad_tensor_read); CLMAD_GUARD_WAIT runs none
+ * clmad_mul, clmad_broadcast, clmad_backward, clmad_tensor_read);
+ * CLMAD_GUARD_WAIT runs none
  * (releases drop held work, they never need it). */
 enum { CLMAD_GUARD_REFUSE = 0, CLMAD_GUARD_WAITS = 1, CLMAD_GUARD_KEEPS_HELD = 2 };
 #if defined(__GNUC__)
@@ -65,10 +66,14 @@ enum { CLMAD_GUARD_REFUSE = 0, CLMAD_GUARD_WAITS = 1, CLMAD_GUARD_KEEPS_HELD = 2
 #define CLMAD_GUARD_WAIT(ctx)                                                    \
     clmad_guard clmad_guard_ CLMAD_GUARD_CLEANUP;                                \
     clmad__guard_enter(&clmad_guard_, (ctx), NULL, CLMAD_GUARD_WAITS)
+/* In a CLMAD_GUARD_HOLDING call: 1 when it is the outermost call on its
+ * context (a REFUSE guard there would have flushed the held tensors). */
+#define CLMAD_GUARD_OUTERMOST() (clmad_guard_.linked)
 #else
 #define CLMAD_GUARD(ctx, call) (void)0
 #define CLMAD_GUARD_HOLDING(ctx, call) (void)0
 #define CLMAD_GUARD_WAIT(ctx) (void)0
+#define CLMAD_GUARD_OUTERMOST() 0 /* nothing is held without guards */
 #endif
 
 #endif

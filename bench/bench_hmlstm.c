@@ -21,6 +21,9 @@
  *              table's width per work-item, as slices and accumulations run
  *   copy4      a copy kernel with vload4/vstore4 (four elements per work-item)
  *   copybuf    clEnqueueCopyBuffer over the same buffers (the driver's copy)
+ *   chain      two user kernels in a row, sum(out(cell(...), w)) with
+ *              out(c, o) = o * tanh(c), STORE (with fusion, one loss kernel
+ *              with out as a user stage: docs/fusion.md)
  * Controls "random" (branches mixed among neighbours) and "uniform" (each
  * control value repeated over 32 consecutive elements).
  * Usage: bench_hmlstm [--dims 512,1024,2048] [--reps N] [--out folder]
@@ -49,6 +52,9 @@ static const char *CELL_W_SOURCE =
     "    if (ad_val(zb) == 0) return ad_mul(c, w);\n"
     "    return ad_mul(ad_add(ad_mul(ad_sigmoid(f), c), ad_mul(ad_sigmoid(i), ad_tanh(g))), w);\n"
     "}\n";
+
+/* A second user kernel after the cell (bench variant chain). */
+static const char *OUT_SOURCE = "T out(T c, T o) { return ad_mul(o, ad_tanh(c)); }\n";
 
 /* The hand-written pair walks the elements as the generated kernels do
  * (HAND_ITEMS from clmad__items_per_work_item: a vectorised run of elements
@@ -102,15 +108,15 @@ static const char *HAND_SOURCE =
     "    }\n"
     "}\n";
 
-enum { STORE, RECOMPUTE, SUMMED, NATURAL, MEAN, UNFUSED, HAND, PRIMAL, COPY, COPY4, COPYBUF, NV };
-static const char *NAMES[NV] = {"store", "recompute", "summed", "natural", "mean",  "unfused",
-                                "hand",  "primal",    "copy",   "copy4",   "copybuf"};
+enum { STORE, RECOMPUTE, SUMMED, NATURAL, MEAN, UNFUSED, HAND, PRIMAL, COPY, COPY4, COPYBUF, CHAIN, NV };
+static const char *NAMES[NV] = {"store", "recompute", "summed", "natural", "mean",    "unfused",
+                                "hand",  "primal",    "copy",   "copy4",   "copybuf", "chain"};
 
 typedef struct setup {
     clmad_context *ctx;
     size_t dims;
     clmad_tensor *z, *zb, *x[4], *w, *one, *zero;
-    clmad_kernel *cell, *cell_w;
+    clmad_kernel *cell, *cell_w, *out;
     cl_kernel hand_fwd, hand_bwd, copy4;
     clmad_tensor *hy, *hg[4], *cdst;
 } setup;
@@ -241,6 +247,17 @@ static double run_variant(setup *s, int v)
         clmad_tensor_release(yw);
         clmad_tensor_release(y);
         clmad_tensor_release(loss);
+    } else if (v == CHAIN) {
+        BENCH_CHECK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_STORE));
+        clmad_tensor *in[6] = {s->z, s->zb, s->x[0], s->x[1], s->x[2], s->x[3]}, *y, *h, *loss;
+        BENCH_CHECK(ctx, clmad_broadcast(ctx, s->cell, in, &y));
+        clmad_tensor *out_in[2] = {y, s->w};
+        BENCH_CHECK(ctx, clmad_broadcast(ctx, s->out, out_in, &h));
+        BENCH_CHECK(ctx, clmad_sum(ctx, h, 0, NULL, 0, &loss));
+        BENCH_CHECK(ctx, clmad_backward(ctx, loss, NULL));
+        clmad_tensor_release(h);
+        clmad_tensor_release(y);
+        clmad_tensor_release(loss);
     } else if (v == SUMMED) {
         BENCH_CHECK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_STORE));
         clmad_tensor *in[7] = {s->z, s->zb, s->x[0], s->x[1], s->x[2], s->x[3], s->w}, *y, *loss;
@@ -353,6 +370,7 @@ int main(int argc, char **argv)
     bench_slug(dev.name, slug, sizeof slug);
     BENCH_CHECK(ctx, clmad_kernel_create(ctx, CELL_SOURCE, "cell_update", 6, 1, &s.cell));
     BENCH_CHECK(ctx, clmad_kernel_create(ctx, CELL_W_SOURCE, "cell_w", 7, 1, &s.cell_w));
+    BENCH_CHECK(ctx, clmad_kernel_create(ctx, OUT_SOURCE, "out", 2, 1, &s.out));
     char hand_src[8192];
     snprintf(hand_src, sizeof hand_src, "#define HAND_ITEMS %d\n%s", clmad__items_per_work_item(ctx),
              HAND_SOURCE);
@@ -453,8 +471,8 @@ int main(int argc, char **argv)
                        (unsigned long long)g_kernels[v], (double)g_bytes[v] / (4.0 * (double)n));
             printf("  unfused/store %.2f  unfused/recompute %.2f  store/hand %.2f  recompute/hand %.2f\n",
                    m[UNFUSED] / m[STORE], m[UNFUSED] / m[RECOMPUTE], m[STORE] / m[HAND], m[RECOMPUTE] / m[HAND]);
-            printf("  natural/store %.2f  mean/store %.2f  summed/store %.2f\n", m[NATURAL] / m[STORE],
-                   m[MEAN] / m[STORE], m[SUMMED] / m[STORE]);
+            printf("  natural/store %.2f  mean/store %.2f  summed/store %.2f  chain/natural %.2f\n",
+                   m[NATURAL] / m[STORE], m[MEAN] / m[STORE], m[SUMMED] / m[STORE], m[CHAIN] / m[NATURAL]);
             printf("  best fused (%s)/primal %.2f  best fused GB/s / copy GB/s %.2f\n", NAMES[best_v],
                    best / m[PRIMAL], (min_bytes(best_v) / best) / (min_bytes(COPY) / m[COPY]));
             printf("  copy / clEnqueueCopyBuffer (bandwidth) %.2f  copy4 / clEnqueueCopyBuffer %.2f\n",
@@ -482,6 +500,7 @@ int main(int argc, char **argv)
     clReleaseKernel(s.hand_bwd);
     clmad_kernel_release(s.cell);
     clmad_kernel_release(s.cell_w);
+    clmad_kernel_release(s.out);
     clmad_context_release(ctx);
     return 0;
 }

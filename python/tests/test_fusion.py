@@ -2,43 +2,52 @@
 """Fusion from Python: a loss written the natural way over a kernel's output
 ((f * w).sum(), (f * w).mean(), ((f - t) ** 2).mean()) runs as one loss kernel
 (ctx.stats()["fused_losses"]), and its loss and gradients are those of fusion
-off, bit for bit (docs/fusion.md)."""
+off, bit for bit (docs/fusion.md). So does a second kernel after the first
+(g(f, w).sum(), g's function also named f): a user stage of the same loss
+kernel, which launches no more kernels than (f * w).sum()."""
 import numpy as np
 import pytest
 
 import clmad
 
 SOURCE = "T f(T a, T b) { if (a > 0) return sin(a) * b; return a * b + a; }"
+SECOND = "T f(T y, T u) { T s = y; for (int i = 0; i < 2 && s < 1; i++) s = s * s + u; return tanh(s) * u; }"
 
 LOSSES = {
-    "sum(f * w)": lambda y, w: (y * w).sum(),
-    "mean(f * w)": lambda y, w: (y * w).mean(),
-    "mean((f - w) ** 2)": lambda y, w: ((y - w) ** 2).mean(),
-    "sum(exp(-f))": lambda y, w: (-y).exp().sum(),
+    "sum(f * w)": lambda y, w, g: (y * w).sum(),
+    "mean(f * w)": lambda y, w, g: (y * w).mean(),
+    "mean((f - w) ** 2)": lambda y, w, g: ((y - w) ** 2).mean(),
+    "sum(exp(-f))": lambda y, w, g: (-y).exp().sum(),
+    "sum(g(f, w))": lambda y, w, g: g(y, w).sum(),
 }
 
 
 def run(fusion, loss_of, a, b, w, w_grad):
     with clmad.Context(fusion=fusion) as ctx:
         k = ctx.kernel(SOURCE, "f")
+        g = ctx.kernel(SECOND, "f")
         ta = ctx.tensor(a, requires_grad=True)
         tb = ctx.tensor(b, requires_grad=True)
         tw = ctx.tensor(w, requires_grad=w_grad)
-        before = ctx.stats()["fused_losses"]
-        loss = loss_of(k(ta, tb), tw)
+        before = ctx.stats()
+        loss = loss_of(k(ta, tb), tw, g)
         loss.backward()
-        fused = ctx.stats()["fused_losses"] - before
+        after = ctx.stats()
+        fused = after["fused_losses"] - before["fused_losses"]
+        kernels = after["kernels_launched"] - before["kernels_launched"]
         grads = [t.grad.numpy() if t.grad is not None else None for t in (ta, tb, tw)]
-        return loss.numpy(), grads, fused
+        return loss.numpy(), grads, fused, kernels
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
 @pytest.mark.parametrize("w_grad", [False, True])
 def test_natural_loss_is_fused_and_bitwise_eager(rng, name, w_grad):
     a, b, w = (rng.uniform(-2, 2, (37, 65)).astype(np.float32) for _ in range(3))
-    loss_on, grads_on, fused_on = run(True, LOSSES[name], a, b, w, w_grad)
-    loss_off, grads_off, fused_off = run(False, LOSSES[name], a, b, w, w_grad)
+    loss_on, grads_on, fused_on, kernels_on = run(True, LOSSES[name], a, b, w, w_grad)
+    loss_off, grads_off, fused_off, _ = run(False, LOSSES[name], a, b, w, w_grad)
     assert fused_on == 1 and fused_off == 0
+    if name == "sum(g(f, w))":  # g is a stage: the kernels of (f * w).sum()
+        assert kernels_on == run(True, LOSSES["sum(f * w)"], a, b, w, w_grad)[3]
     assert loss_on.tobytes() == loss_off.tobytes()
     for g_on, g_off in zip(grads_on, grads_off):
         assert (g_on is None) == (g_off is None)

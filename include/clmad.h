@@ -319,6 +319,67 @@ typedef enum clmad_context_param {
  * kernels (tens of seconds on POCL). Unset or another value: silent.
  */
 
+/*
+ * Compile notices. A first run on a device compiles clmad's OpenCL programs
+ * and CLBlast's GEMM kernels: seconds to tens of seconds on POCL, after
+ * which the caches (clmad's disk cache, the driver's own) let later runs
+ * start at once. So that such a pause does not look like a hang, a context
+ * says, once, when it first compiles one of its programs from source (a
+ * program found in a cache says nothing):
+ *   compiling OpenCL programs for "<device>", first run only (later runs
+ *   read them from the caches; clmad-info --warm-up builds them ahead)
+ * and clmad_context_warm_up says each step it compiles, "N of M". A
+ * run's own count is not known ahead (broadcast kernels build their
+ * variants as they are first used), so the first-run notice gives none.
+ * Notices go to the function set here; NULL, the default, says nothing: a
+ * C library should not write on its host program's stderr unasked.
+ * clmad_notice_stderr prints each as one "clmad: <text>" line on stderr;
+ * the Python package passes one that writes to sys.stderr (on unless
+ * Context(quiet=True)). The environment variable CLMAD_COMPILE_NOTICE, for
+ * every context, whatever was set: "0" silences the notices, "1" prints
+ * them on stderr where no function is set. fn runs inside the call that
+ * compiles, on its thread, and must not call clmad on ctx. The function
+ * may be set (or cleared) after clmad_context_release too, while ctx lives.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (ctx NULL).
+ */
+typedef void (*clmad_notice_fn)(void *user, const char *text);
+CLMAD_API clmad_status clmad_context_set_notice(clmad_context *ctx, clmad_notice_fn fn, void *user);
+/** A clmad_notice_fn: "clmad: <text>\n" on stderr, in one write (user unused). */
+CLMAD_API void clmad_notice_stderr(void *user, const char *text);
+
+/**
+ * Builds ahead what a first run on ctx's device compiles on first use,
+ * into the caches (the context's, clmad's disk cache, the driver's own),
+ * so that a later first run, in this process or (through the disk caches)
+ * another one, compiles little:
+ *   CLMAD_WARM_UP_PROGRAMS  the programs of clmad's internal kernels
+ *     (the files of cl/: fills, copies, reductions, operations along an axis,
+ *     index operations, random initialisation, optimizer steps), for each
+ *     dtype the device takes (f64 only with fp64; the integer dtypes only
+ *     for copies and indexing);
+ *   CLMAD_WARM_UP_GEMM  CLBlast's GEMM kernels: one small GEMM per
+ *     precision and transposition (CLBlast keeps its programs in the
+ *     process's memory; a driver with a cache of its own, such as POCL,
+ *     keeps them for later processes). Large GEMMs, which CLBlast runs
+ *     through other kernels, are not covered.
+ * flags 0 does nothing. Not built: the variants of broadcast kernels (the
+ * builtins' and the user's), which depend on the shapes and modes they
+ * meet. The steps are the programs (one per file of cl/ and dtype) and
+ * CLBlast's kernels of each precision; a step that compiles says
+ * "warm-up on "<device>": N of M: <what>" to the notice function
+ * (clmad_context_set_notice; a program found in a cache says nothing, a
+ * CLBlast step always speaks: whether it compiles is not seen).
+ * clmad_context_stats counts the programs compiled and those loaded from
+ * the disk cache.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (ctx NULL, a flag outside
+ * CLMAD_WARM_UP_ALL), CLMAD_ERR_STATE (ctx released), CLMAD_ERR_BUILD,
+ * CLMAD_ERR_OPENCL, CLMAD_ERR_OUT_OF_MEMORY.
+ */
+#define CLMAD_WARM_UP_PROGRAMS 1u
+#define CLMAD_WARM_UP_GEMM 2u
+#define CLMAD_WARM_UP_ALL 3u
+CLMAD_API clmad_status clmad_context_warm_up(clmad_context *ctx, unsigned flags);
+
 /** Fills *opt with the defaults described in clmad_options. */
 CLMAD_API void clmad_options_init(clmad_options *opt);
 

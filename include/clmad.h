@@ -375,9 +375,11 @@ CLMAD_API void clmad_notice_stderr(void *user, const char *text);
  * CLMAD_WARM_UP_ALL), CLMAD_ERR_STATE (ctx released), CLMAD_ERR_BUILD,
  * CLMAD_ERR_OPENCL, CLMAD_ERR_OUT_OF_MEMORY.
  */
-#define CLMAD_WARM_UP_PROGRAMS 1u
-#define CLMAD_WARM_UP_GEMM 2u
-#define CLMAD_WARM_UP_ALL 3u
+typedef enum clmad_warm_up_flags {
+    CLMAD_WARM_UP_PROGRAMS = 1,
+    CLMAD_WARM_UP_GEMM = 2,
+    CLMAD_WARM_UP_ALL = 3
+} clmad_warm_up_flags;
 CLMAD_API clmad_status clmad_context_warm_up(clmad_context *ctx, unsigned flags);
 
 /** Fills *opt with the defaults described in clmad_options. */

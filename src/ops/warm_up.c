@@ -108,10 +108,10 @@ clmad_status clmad_context_warm_up(clmad_context *ctx, unsigned flags)
     CLMAD_GUARD(ctx, "clmad_context_warm_up");
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_context_warm_up: ctx is NULL");
-    if (flags & ~CLMAD_WARM_UP_ALL)
+    if (flags & ~(unsigned)CLMAD_WARM_UP_ALL)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT,
                            "clmad_context_warm_up: flags 0x%x hold bits outside CLMAD_WARM_UP_ALL (0x%x)",
-                           flags, CLMAD_WARM_UP_ALL);
+                           flags, (unsigned)CLMAD_WARM_UP_ALL);
     clmad_status st = clmad__check_open(ctx, "clmad_context_warm_up");
     if (st != CLMAD_OK)
         return st;

@@ -361,24 +361,34 @@ CLMAD_API void clmad_notice_stderr(void *user, const char *text);
  *     precision and transposition (CLBlast keeps its programs in the
  *     process's memory; a driver with a cache of its own, such as POCL,
  *     keeps them for later processes). Large GEMMs, which CLBlast runs
- *     through other kernels, are not covered.
- * flags 0 does nothing. Not built: the variants of broadcast kernels (the
- * builtins' and the user's), which depend on the shapes and modes they
- * meet. The steps are the programs (one per file of cl/ and dtype) and
- * CLBlast's kernels of each precision; a step that compiles says
+ *     through other kernels, are not covered;
+ *   CLMAD_WARM_UP_TRAINING  one training step of a small multi-layer
+ *     perceptron in f32 (matmul, bias add, relu, the softmax cross-entropy
+ *     against int64 labels, backward, an Adam step, a forward pass without
+ *     gradients), which builds the broadcast variants such a step uses
+ *     under ctx's partials policy and fusion setting. It needs an empty
+ *     tape (else CLMAD_ERR_STATE), leaves none, and keeps ctx's settings.
+ * flags 0 does nothing. Not built: the other variants of broadcast kernels
+ * (the builtins' and the user's), which depend on the operations, modes
+ * and broadcasting they meet. The steps are the programs (one per file of
+ * cl/ and dtype), CLBlast's kernels of each precision and the training
+ * step; a step that compiles says
  * "warm-up on "<device>": N of M: <what>" to the notice function
  * (clmad_context_set_notice; a program found in a cache says nothing, a
- * CLBlast step always speaks: whether it compiles is not seen).
+ * CLBlast step and the training step always speak: whether CLBlast
+ * compiles is not seen).
  * clmad_context_stats counts the programs compiled and those loaded from
  * the disk cache.
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (ctx NULL, a flag outside
- * CLMAD_WARM_UP_ALL), CLMAD_ERR_STATE (ctx released), CLMAD_ERR_BUILD,
+ * CLMAD_WARM_UP_ALL), CLMAD_ERR_STATE (ctx released; TRAINING with a
+ * tape that holds nodes), CLMAD_ERR_BUILD,
  * CLMAD_ERR_OPENCL, CLMAD_ERR_OUT_OF_MEMORY.
  */
 typedef enum clmad_warm_up_flags {
     CLMAD_WARM_UP_PROGRAMS = 1,
     CLMAD_WARM_UP_GEMM = 2,
-    CLMAD_WARM_UP_ALL = 3
+    CLMAD_WARM_UP_TRAINING = 4,
+    CLMAD_WARM_UP_ALL = 7
 } clmad_warm_up_flags;
 CLMAD_API clmad_status clmad_context_warm_up(clmad_context *ctx, unsigned flags);
 

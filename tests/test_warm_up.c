@@ -186,7 +186,7 @@ Test(warm_up, bad_input)
     REFUSED(NULL, clmad_context_warm_up(NULL, CLMAD_WARM_UP_ALL), CLMAD_ERR_INVALID_ARGUMENT, "ctx is NULL");
     REFUSED(NULL, clmad_context_set_notice(NULL, listen, NULL), CLMAD_ERR_INVALID_ARGUMENT, "ctx is NULL");
     clmad_context *ctx = test_context();
-    REFUSED(ctx, clmad_context_warm_up(ctx, 4u), CLMAD_ERR_INVALID_ARGUMENT, "outside CLMAD_WARM_UP_ALL");
+    REFUSED(ctx, clmad_context_warm_up(ctx, 8u), CLMAD_ERR_INVALID_ARGUMENT, "outside CLMAD_WARM_UP_ALL");
     cr_assert_eq(test_stats(ctx).programs_compiled, 0, "a refused warm-up built something");
     /* Released, alive through a tensor: refused; the notice function can still be cleared. */
     size_t shape[1] = {2};
@@ -196,4 +196,48 @@ Test(warm_up, bad_input)
     REFUSED(ctx, clmad_context_warm_up(ctx, CLMAD_WARM_UP_PROGRAMS), CLMAD_ERR_STATE, "clmad_context_warm_up");
     cr_assert_eq(clmad_context_set_notice(ctx, NULL, NULL), CLMAD_OK);
     clmad_tensor_release(t);
+}
+
+Test(warm_up, training_step_then_nothing_to_compile, .init = redirect)
+{
+    const char *dir = test_fresh_dir("warm-train");
+    clmad_options opt;
+    clmad_options_init(&opt);
+    opt.cache_dir = dir;
+    opt.disable_fp64 = 1;
+    heard h = {0};
+    clmad_context *ctx = test_context_with(&opt);
+    CHECK_OK(ctx, clmad_context_set_notice(ctx, listen, &h));
+    CHECK_OK(ctx, clmad_set_retain_tape(ctx, 1));
+    CHECK_OK(ctx, clmad_context_warm_up(ctx, CLMAD_WARM_UP_TRAINING));
+    cr_assert(test_contains(h.text, "1 of 1: a training step"), "%s", h.text);
+    const clmad_stats s = test_stats(ctx);
+    cr_assert_gt(s.programs_compiled, 4, "the step's broadcast variants and internal programs");
+    cr_assert_eq(s.tape_nodes, 0);
+    cr_assert_eq(s.live_tensor_bytes, 0, "the step's tensors are released");
+    int64_t retain = 0, no_grad = 1;
+    CHECK_OK(ctx, clmad_context_get_param(ctx, CLMAD_PARAM_RETAIN_TAPE, &retain));
+    CHECK_OK(ctx, clmad_context_get_param(ctx, CLMAD_PARAM_DISABLE_GRAD, &no_grad));
+    cr_assert(retain == 1 && no_grad == 0, "settings changed: retain %lld, disable_grad %lld", (long long)retain,
+              (long long)no_grad);
+    /* A tape with nodes: refused, the nodes kept. */
+    size_t shape[1] = {3};
+    clmad_tensor *w = NULL, *y = NULL;
+    CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, shape, 2.0, &w));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(w, 1));
+    CHECK_OK(ctx, clmad_exp(ctx, w, &y));
+    const uint64_t nodes = test_stats(ctx).tape_nodes;
+    cr_assert_gt(nodes, 0);
+    REFUSED(ctx, clmad_context_warm_up(ctx, CLMAD_WARM_UP_TRAINING), CLMAD_ERR_STATE, "the tape holds");
+    cr_assert_eq(test_stats(ctx).tape_nodes, nodes);
+    clmad_tensor_release(y);
+    clmad_tensor_release(w);
+    clmad_context_release(ctx);
+
+    /* A later context on the same cache: the step compiles nothing. */
+    ctx = test_context_with(&opt);
+    CHECK_OK(ctx, clmad_context_warm_up(ctx, CLMAD_WARM_UP_TRAINING));
+    cr_assert_eq(test_stats(ctx).programs_compiled, 0);
+    cr_assert_gt(test_stats(ctx).programs_from_disk, 4);
+    clmad_context_release(ctx);
 }

@@ -68,9 +68,10 @@ static int usage(FILE *out, int status)
                  "                                syntax to the ad_ vocabulary (FILE - reads stdin)\n"
                  "       clmad-info --tune        measure the elements per work-item that suit the\n"
                  "                                default device best and store them in the cache\n"
-                 "       clmad-info --warm-up     build clmad's own programs and CLBlast's GEMM kernels\n"
-                 "                                for the default device into the caches, ahead of a\n"
-                 "                                first run (clmad_context_warm_up)\n"
+                 "       clmad-info --warm-up     build clmad's own programs, CLBlast's GEMM kernels and\n"
+                 "                                a small training step's kernels for the default\n"
+                 "                                device into the caches, ahead of a first run\n"
+                 "                                (clmad_context_warm_up)\n"
                  "       clmad-info --version     print the version of libclmad\n"
                  "       clmad-info --help        print this text\n");
     return status;
@@ -100,8 +101,8 @@ static int warm_up(void)
         clmad_context_release(ctx);
         return 1;
     }
-    printf("warm-up of \"%s\" in %.2f s: %llu programs compiled, %llu loaded from clmad's disk cache, and "
-           "CLBlast's GEMM kernels for f32%s\n",
+    printf("warm-up of \"%s\" in %.2f s: %llu programs compiled, %llu loaded from clmad's disk cache, "
+           "CLBlast's GEMM kernels for f32%s, a training step\n",
            device.name, seconds, (unsigned long long)(after.programs_compiled - before.programs_compiled),
            (unsigned long long)(after.programs_from_disk - before.programs_from_disk),
            device.fp64 ? " and f64" : "");

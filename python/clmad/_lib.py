@@ -183,7 +183,7 @@ for _name in ("neg", "exp", "log", "tanh", "sigmoid", "relu", "sqrt"):
 # Compile notices, the warm-up and the text of a tensor (clmad_context_set_notice,
 # clmad_context_warm_up, clmad_tensor_format).
 NOTICE_FN = ctypes.CFUNCTYPE(None, c_void_p, c_char_p)
-WARM_UP_PROGRAMS, WARM_UP_GEMM = 1, 2
+WARM_UP_PROGRAMS, WARM_UP_GEMM, WARM_UP_TRAINING = 1, 2, 4
 _PROTOTYPES.update({
     "clmad_context_set_notice": (st, [ctx_p, NOTICE_FN, c_void_p]),
     "clmad_context_warm_up": (st, [ctx_p, c_uint]),

@@ -350,14 +350,16 @@ class Context:
         return Kernel(self, source, name, n_inputs, n_outputs)
 
     # --- warm-up -----------------------------------------------------------------
-    def warm_up(self, programs=True, gemm=True):
+    def warm_up(self, programs=True, gemm=True, training=True):
         """Builds ahead what a first run compiles on first use (clmad_context_warm_up):
-        the library's own programs (programs=True) and CLBlast's GEMM kernels
-        (gemm=True), into the caches; later runs, in this process or another, then
-        compile little. Returns a dict: programs_compiled, programs_from_disk, seconds."""
+        the library's own programs (programs=True), CLBlast's GEMM kernels (gemm=True)
+        and the kernels of a small perceptron's training step in float32 (training=True:
+        needs an empty tape), into the caches; later runs, in this process or another,
+        then compile little. Returns a dict: programs_compiled, programs_from_disk, seconds."""
         before = self.stats()
         start = time.perf_counter()
-        flags = (_lib.WARM_UP_PROGRAMS if programs else 0) | (_lib.WARM_UP_GEMM if gemm else 0)
+        flags = ((_lib.WARM_UP_PROGRAMS if programs else 0) | (_lib.WARM_UP_GEMM if gemm else 0)
+                 | (_lib.WARM_UP_TRAINING if training else 0))
         self._check(L.clmad_context_warm_up(self._live, flags))
         after = self.stats()
         return {"programs_compiled": after["programs_compiled"] - before["programs_compiled"],
@@ -376,12 +378,12 @@ def _say_notice(_user, text):
         stream.flush()
 
 
-def warm_up(device=None, programs=True, gemm=True, quiet=False):
-    """Context(device).warm_up(programs, gemm) on a context of its own, closed at the
-    end: run once (after installing, or in a notebook's first cell) so that the first
-    run's compiles happen here. Returns what Context.warm_up returns."""
+def warm_up(device=None, programs=True, gemm=True, training=True, quiet=False):
+    """Context(device).warm_up(programs, gemm, training) on a context of its own,
+    closed at the end: run once (after installing, or in a notebook's first cell) so
+    that the first run's compiles happen here. Returns what Context.warm_up returns."""
     with Context(device=device, quiet=quiet) as ctx:
-        return ctx.warm_up(programs, gemm)
+        return ctx.warm_up(programs, gemm, training)
 
 
 def _shape(shape):

@@ -67,7 +67,7 @@ def test_quiet_context_says_nothing(tmp_path, capsys):
 
 def test_warm_up_then_a_first_run_compiles_no_internal_program(tmp_path, capsys):
     c = new_context(cache_dir=tmp_path)
-    done = c.warm_up(gemm=False)
+    done = c.warm_up(gemm=False, training=False)
     c.close()
     programs = 14 if _fp64() else 10  # ops, axis, train, index per float dtype; ops, index per integer one
     assert done["programs_compiled"] == programs and done["seconds"] > 0, done
@@ -108,3 +108,12 @@ def test_digits_example_learns_and_reloads(tmp_path):
         assert "no plot" in p.stdout
     else:
         assert (tmp_path / "digits.png").stat().st_size > 1000
+
+
+def test_warm_up_training_step_needs_an_empty_tape(tmp_path):
+    with new_context(cache_dir=tmp_path, quiet=True) as c:
+        w = c.tensor(np.ones(3, np.float32), requires_grad=True)
+        y = clmad.exp(w)
+        with pytest.raises(clmad.StateError, match="the tape holds"):
+            c.warm_up(programs=False, gemm=False)
+        del y

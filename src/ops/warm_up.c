@@ -35,7 +35,8 @@ static int dtype_usable(const clmad_context *ctx, clmad_dtype dtype)
     return dtype != CLMAD_F64 || ctx->fp64;
 }
 
-/* What a warm-up of `flags` does on ctx: programs, then GEMMs. */
+/* What a warm-up of `flags` does on ctx: programs, then GEMMs (and the
+ * training step, counted with them). */
 static void count_steps(const clmad_context *ctx, unsigned flags, int *programs, int *gemms)
 {
     *programs = *gemms = 0;
@@ -47,6 +48,7 @@ static void count_steps(const clmad_context *ctx, unsigned flags, int *programs,
             *programs += (flags & CLMAD_WARM_UP_PROGRAMS) && (is_float || FILES[f].any_dtype);
         *gemms += (flags & CLMAD_WARM_UP_GEMM) && is_float;
     }
+    *gemms += (flags & CLMAD_WARM_UP_TRAINING) != 0;
 }
 
 static clmad_status warm_programs(clmad_context *ctx, int total, int *done)
@@ -103,6 +105,84 @@ static clmad_status warm_gemms(clmad_context *ctx, int total, int *done)
     return CLMAD_OK;
 }
 
+/* The tensors of the training step, by role. */
+enum { X, LABELS, W1, B1, W2, B2, XW1, PRE1, H, HW2, LOGITS, LOSS, EVAL1, EVAL2, EVAL3, EVAL4, N_TENSORS };
+
+/* The forward pass of the step: logits = relu(x @ w1 + b1) @ w2 + b2, each
+ * stage into t[first + stage]. */
+static clmad_status mlp_forward(clmad_context *ctx, clmad_tensor **t, int first)
+{
+    clmad_status st = clmad_matmul(ctx, t[X], t[W1], 0, 0, &t[first]);
+    if (st == CLMAD_OK)
+        st = clmad_add(ctx, t[first], t[B1], &t[first + 1]);
+    if (st == CLMAD_OK)
+        st = clmad_relu(ctx, t[first + 1], &t[first + 2]);
+    if (st == CLMAD_OK)
+        st = clmad_matmul(ctx, t[first + 2], t[W2], 0, 0, &t[first + 3]);
+    return st;
+}
+
+/* One training step of a small multi-layer perceptron in f32 (Python's
+ * default dtype), as a first epoch runs it: the forward pass, the softmax
+ * cross-entropy against int64 labels, backward, an Adam step, then the
+ * forward pass without gradients (an evaluation). It builds the broadcast
+ * variants (the builtins', the loss's) of the context's partials policy
+ * and fusion setting, which no list can name ahead. */
+static clmad_status warm_training(clmad_context *ctx)
+{
+    if (ctx->stats.tape_nodes)
+        return clmad__fail(ctx, CLMAD_ERR_STATE,
+                           "clmad_context_warm_up: CLMAD_WARM_UP_TRAINING runs a backward pass, and the tape "
+                           "holds %llu nodes: warm up before recording, or clear the tape",
+                           (unsigned long long)ctx->stats.tape_nodes);
+    enum { ROWS = 4, IN = 3, HIDDEN = 5, CLASSES = 2 };
+    const size_t x_shape[2] = {ROWS, IN}, rows[1] = {ROWS}, w1_shape[2] = {IN, HIDDEN}, b1_shape[1] = {HIDDEN},
+                 w2_shape[2] = {HIDDEN, CLASSES}, b2_shape[1] = {CLASSES};
+    const int64_t labels[ROWS] = {0, 1, 1, 0};
+    clmad_tensor *t[N_TENSORS] = {0};
+    clmad_optimizer *adam = NULL;
+    const int grad_enabled = ctx->tape.grad_enabled, retain = ctx->tape.retain;
+    ctx->tape.grad_enabled = 1;
+    ctx->tape.retain = 0;
+    clmad_status st = clmad_tensor_rand_normal(ctx, CLMAD_F32, 2, x_shape, 0.0, 1.0, 1, &t[X]);
+    if (st == CLMAD_OK)
+        st = clmad_tensor_create(ctx, CLMAD_I64, 1, rows, labels, &t[LABELS]);
+    if (st == CLMAD_OK)
+        st = clmad_tensor_rand_normal(ctx, CLMAD_F32, 2, w1_shape, 0.0, 0.5, 2, &t[W1]);
+    if (st == CLMAD_OK)
+        st = clmad_tensor_zeros(ctx, CLMAD_F32, 1, b1_shape, &t[B1]);
+    if (st == CLMAD_OK)
+        st = clmad_tensor_rand_normal(ctx, CLMAD_F32, 2, w2_shape, 0.0, 0.5, 3, &t[W2]);
+    if (st == CLMAD_OK)
+        st = clmad_tensor_zeros(ctx, CLMAD_F32, 1, b2_shape, &t[B2]);
+    for (int p = W1; st == CLMAD_OK && p <= B2; p++)
+        st = clmad_tensor_set_requires_grad(t[p], 1);
+    if (st == CLMAD_OK)
+        st = mlp_forward(ctx, t, XW1);
+    if (st == CLMAD_OK)
+        st = clmad_add(ctx, t[HW2], t[B2], &t[LOGITS]);
+    if (st == CLMAD_OK)
+        st = clmad_cross_entropy(ctx, t[LOGITS], t[LABELS], &t[LOSS]);
+    if (st == CLMAD_OK)
+        st = clmad_backward(ctx, t[LOSS], NULL);
+    if (st == CLMAD_OK)
+        st = clmad_optimizer_adam(ctx, &t[W1], B2 - W1 + 1, 1e-3, &adam);
+    if (st == CLMAD_OK)
+        st = clmad_optimizer_step(adam);
+    ctx->tape.grad_enabled = 0;
+    if (st == CLMAD_OK)
+        st = mlp_forward(ctx, t, EVAL1);
+    if (st == CLMAD_OK && clFinish(ctx->queue) != CL_SUCCESS)
+        st = clmad__fail(ctx, CLMAD_ERR_OPENCL, "clmad_context_warm_up: clFinish failed");
+    ctx->tape.grad_enabled = grad_enabled;
+    ctx->tape.retain = retain;
+    clmad_optimizer_release(adam);
+    for (int i = 0; i < N_TENSORS; i++)
+        clmad_tensor_release(t[i]);
+    clmad_tape_clear(ctx);
+    return st;
+}
+
 clmad_status clmad_context_warm_up(clmad_context *ctx, unsigned flags)
 {
     CLMAD_GUARD(ctx, "clmad_context_warm_up");
@@ -124,6 +204,12 @@ clmad_status clmad_context_warm_up(clmad_context *ctx, unsigned flags)
         st = warm_programs(ctx, programs + gemms, &done);
     if (st == CLMAD_OK && (flags & CLMAD_WARM_UP_GEMM))
         st = warm_gemms(ctx, programs + gemms, &done);
+    if (st == CLMAD_OK && (flags & CLMAD_WARM_UP_TRAINING)) {
+        /* Said always: it is one step of many programs, some of them CLBlast's. */
+        clmad__notice(ctx, "warm-up on \"%s\": %d of %d: a training step of a small perceptron (f32)",
+                      ctx->info.name, ++done, programs + gemms);
+        st = warm_training(ctx);
+    }
     ctx->compile_noticed = noticed;
     return st;
 }

@@ -206,3 +206,28 @@ __kernel void clmad_copy_contiguous(__global real *restrict dst, __global const 
         }
     }
 }
+
+/* C = op(A) op(B) + beta C for the small products that ops/gemm.c keeps
+ * from CLBlast (whose first GEMM of a process builds a large program: 4 s
+ * of POCL's time): row-major matrices at element offsets with their leading
+ * dimensions, op transposing when ta / tb is set. One work-item per element
+ * of C, summing over k in order, so an element's value depends only on its
+ * row of op(A) and column of op(B). beta 0 never reads C. */
+__kernel void clmad_gemm_small(__global const real *a, ulong a_off, ulong lda, int ta, __global const real *b,
+                               ulong b_off, ulong ldb, int tb, __global real *c, ulong c_off, ulong ldc,
+                               ulong m, ulong n, ulong k, real beta)
+{
+    const ulong e = get_global_id(0);
+    if (e >= m * n)
+        return;
+    const ulong i = e / n, j = e % n;
+    /* op(A)[i][l] = A[i][l], or A[l][i] transposed; op(B)[l][j] likewise. */
+    const ulong a_l = ta ? lda : 1, b_l = tb ? 1 : ldb;
+    __global const real *x = a + a_off + (ta ? i : i * lda);
+    __global const real *y = b + b_off + (tb ? j * ldb : j);
+    real sum = 0;
+    for (ulong l = 0; l < k; l++)
+        sum += x[l * a_l] * y[l * b_l];
+    __global real *out = c + c_off + i * ldc + j;
+    *out = beta == 0 ? sum : sum + beta * *out;
+}

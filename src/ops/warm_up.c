@@ -92,7 +92,7 @@ static clmad_status warm_gemms(clmad_context *ctx, int total, int *done)
                       total, dtype == CLMAD_F32 ? 'S' : 'D');
         for (size_t t = 0; st == CLMAD_OK && t < N_TRANSPOSES; t++) {
             const int ta = TRANSPOSES[t][0], tb = TRANSPOSES[t][1];
-            st = clmad__gemm_at(ctx, dtype, ta, tb, SIDE, SIDE, SIDE, a->mem, 0, SIDE, a->mem, 0, SIDE, 0.0,
+            st = clmad__gemm_clblast(ctx, dtype, ta, tb, SIDE, SIDE, SIDE, a->mem, 0, SIDE, a->mem, 0, SIDE, 0.0,
                                 c->mem, 0, SIDE);
         }
         if (st == CLMAD_OK && clFinish(ctx->queue) != CL_SUCCESS)

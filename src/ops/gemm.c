@@ -108,7 +108,7 @@ static clmad_status gemm_small(clmad_context *ctx, clmad_dtype dtype, int ta, in
     if (st != CLMAD_OK)
         return st;
     const uint64_t elements = (uint64_t)m * k + (uint64_t)k * n + (uint64_t)m * n * (beta != 0.0 ? 2 : 1);
-    return clmad__enqueue_1d(ctx, kernel, m * n, elements * clmad_dtype_size(dtype));
+    return clmad__enqueue_1d(ctx, kernel, m * ((n + 7) / 8), elements * clmad_dtype_size(dtype));
 }
 
 clmad_status clmad__gemm_at(clmad_context *ctx, clmad_dtype dtype, int ta, int tb, size_t m, size_t n,

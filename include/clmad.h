@@ -1118,8 +1118,9 @@ CLMAD_API clmad_status clmad_mean(clmad_context *ctx, clmad_tensor *x, int naxes
  * batch against one matrix b with a not transposed is one GEMM of a's
  * stacked rows, forward and backward. A GEMM of at most 2^21
  * multiply-adds with k at most 256 (128 x 128 x 128) runs clmad's own
- * kernel, one work-item per element summing over k in order; larger ones
- * run CLBlast's, whose first GEMM of a precision in a process builds its
+ * kernel (runs of 8 elements of a row of the result per work-item, the
+ * order of its sums fixed by the shapes; on POCL as fast as CLBlast's or
+ * faster at those sizes); larger ones run CLBlast's, whose first GEMM of a precision in a process builds its
  * GEMM program (4 s of CPU on POCL: a first run of a small network spent
  * 40% of its first epoch there). The environment variable
  * CLMAD_SMALL_GEMM=0 sends every GEMM to CLBlast. Errors: CLMAD_ERR_SHAPE (inner sizes

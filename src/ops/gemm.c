@@ -75,9 +75,12 @@ clmad_status clmad__gemm_clblast(clmad_context *ctx, clmad_dtype dtype, int ta, 
  * first GEMM of a process builds its whole GEMM program: 4.4 s of CPU on
  * POCL, 40% of the first epoch of a small network (python/examples/
  * digits.py), whose products (64 x 64 x 64, 359 x 64 x 64) are this size.
- * The bounds keep the naive kernel (one work-item per element, k in order)
- * to products that take microseconds to a few milliseconds anywhere:
- * 2^21 multiply-adds is 128 x 128 x 128; a long k would serialise on a GPU. */
+ * The bounds keep the simple kernel (runs of 8 elements per work-item, no
+ * tiling in local memory) to products where it is not slower: on POCL, on
+ * a busy 2-core host, it took 0.3x to 0.8x CLBlast's time from 64 x 64 x 64
+ * to 128 x 128 x 128 and 32 x 2048 x 32, NN, NT and TN (one sample of
+ * 128^3 NN: 1.2x); 2^21 multiply-adds is 128^3, and a long k would
+ * serialise on a GPU. Not measured on GPUs (none here). */
 #define SMALL_GEMM_MACS (UINT64_C(1) << 21)
 #define SMALL_GEMM_K 256
 

@@ -206,3 +206,60 @@ __kernel void clmad_copy_contiguous(__global real *restrict dst, __global const 
         }
     }
 }
+
+/* C = op(A) op(B) + beta C for the small products that ops/gemm.c keeps
+ * from CLBlast (whose first GEMM of a process builds a large program: 4 s
+ * of POCL's time): row-major matrices at element offsets with their leading
+ * dimensions, op transposing when ta / tb is set. A work-item computes a
+ * run of up to 8 consecutive elements of a row of C: with B as it is, each
+ * summing over k in order, a whole run loading its 8 values of B at once;
+ * with B transposed, each a dot product in lanes of 8 over k. The order of
+ * the sums depends only on the shapes. beta 0 never reads C. */
+__kernel void clmad_gemm_small(__global const real *a, ulong a_off, ulong lda, int ta, __global const real *b,
+                               ulong b_off, ulong ldb, int tb, __global real *c, ulong c_off, ulong ldc,
+                               ulong m, ulong n, ulong k, real beta)
+{
+    const ulong runs = (n + 7) / 8, e = get_global_id(0);
+    if (e >= m * runs)
+        return;
+    const ulong i = e / runs, j = (e % runs) * 8, width = min(n - j, (ulong)8);
+    /* op(A)[i][l] = x[l * a_step]; op(B)[l][j + t] = y[l * ldb + t], or
+     * y[t * ldb + l] when B is transposed. */
+    const ulong a_step = ta ? lda : 1, b_step = ldb;
+    __global const real *x = a + a_off + (ta ? i : i * lda);
+    __global const real *y = b + b_off + (tb ? j * ldb : j);
+    __global real *out = c + c_off + i * ldc + j;
+    if (width == 8 && !tb) {
+        clmad__real8 sum = (clmad__real8)(0);
+        for (ulong l = 0; l < k; l++)
+            sum += x[l * a_step] * vload8(0, y + l * b_step);
+        vstore8(beta == 0 ? sum : sum + beta * vload8(0, out), 0, out);
+        return;
+    }
+    if (tb) {
+        /* Column j + t of op(B) is row j + t of B: each element a dot
+         * product of two contiguous runs (when A is not transposed), in
+         * lanes of 8 over l, then a fixed tree, then the tail. */
+        for (ulong t = 0; t < width; t++) {
+            __global const real *yt = y + t * ldb;
+            clmad__real8 lanes = (clmad__real8)(0);
+            ulong l = 0;
+            if (!ta)
+                for (; l + 8 <= k; l += 8)
+                    lanes += vload8(0, x + l) * vload8(0, yt + l);
+            real sum = ((lanes.s0 + lanes.s1) + (lanes.s2 + lanes.s3)) + ((lanes.s4 + lanes.s5) + (lanes.s6 + lanes.s7));
+            for (; l < k; l++)
+                sum += x[l * a_step] * yt[l];
+            out[t] = beta == 0 ? sum : sum + beta * out[t];
+        }
+        return;
+    }
+    real sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (ulong l = 0; l < k; l++) {
+        const real xl = x[l * a_step];
+        for (ulong t = 0; t < width; t++)
+            sum[t] += xl * y[l * b_step + t];
+    }
+    for (ulong t = 0; t < width; t++)
+        out[t] = beta == 0 ? sum[t] : sum[t] + beta * out[t];
+}

@@ -319,6 +319,79 @@ typedef enum clmad_context_param {
  * kernels (tens of seconds on POCL). Unset or another value: silent.
  */
 
+/*
+ * Compile notices. A first run on a device compiles clmad's OpenCL programs
+ * and CLBlast's GEMM kernels: seconds to tens of seconds on POCL, after
+ * which the caches (clmad's disk cache, the driver's own) let later runs
+ * start at once. So that such a pause does not look like a hang, a context
+ * says, once, when it first compiles one of its programs from source (a
+ * program found in a cache says nothing):
+ *   compiling OpenCL programs for "<device>", first run only (later runs
+ *   read them from the caches; clmad-info --warm-up builds them ahead)
+ * and clmad_context_warm_up says each step it compiles, "N of M". A
+ * run's own count is not known ahead (broadcast kernels build their
+ * variants as they are first used), so the first-run notice gives none.
+ * Notices go to the function set here; NULL, the default, says nothing: a
+ * C library should not write on its host program's stderr unasked.
+ * clmad_notice_stderr prints each as one "clmad: <text>" line on stderr;
+ * the Python package passes one that writes to sys.stderr (on unless
+ * Context(quiet=True)). The environment variable CLMAD_COMPILE_NOTICE, for
+ * every context, whatever was set: "0" silences the notices, "1" prints
+ * them on stderr where no function is set. fn runs inside the call that
+ * compiles, on its thread, and must not call clmad on ctx. The function
+ * may be set (or cleared) after clmad_context_release too, while ctx lives.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (ctx NULL).
+ */
+typedef void (*clmad_notice_fn)(void *user, const char *text);
+CLMAD_API clmad_status clmad_context_set_notice(clmad_context *ctx, clmad_notice_fn fn, void *user);
+/** A clmad_notice_fn: "clmad: <text>\n" on stderr, in one write (user unused). */
+CLMAD_API void clmad_notice_stderr(void *user, const char *text);
+
+/**
+ * Builds ahead what a first run on ctx's device compiles on first use,
+ * into the caches (the context's, clmad's disk cache, the driver's own),
+ * so that a later first run, in this process or (through the disk caches)
+ * another one, compiles little:
+ *   CLMAD_WARM_UP_PROGRAMS  the programs of clmad's internal kernels
+ *     (the files of cl/: fills, copies, reductions, operations along an axis,
+ *     index operations, random initialisation, optimizer steps), for each
+ *     dtype the device takes (f64 only with fp64; the integer dtypes only
+ *     for copies and indexing);
+ *   CLMAD_WARM_UP_GEMM  CLBlast's GEMM kernels: one small GEMM per
+ *     precision and transposition (CLBlast keeps its programs in the
+ *     process's memory; a driver with a cache of its own, such as POCL,
+ *     keeps them for later processes). Large GEMMs, which CLBlast runs
+ *     through other kernels, are not covered;
+ *   CLMAD_WARM_UP_TRAINING  one training step of a small multi-layer
+ *     perceptron in f32 (matmul, bias add, relu, the softmax cross-entropy
+ *     against int64 labels, backward, an Adam step, a forward pass without
+ *     gradients), which builds the broadcast variants such a step uses
+ *     under ctx's partials policy and fusion setting. It needs an empty
+ *     tape (else CLMAD_ERR_STATE), leaves none, and keeps ctx's settings.
+ * flags 0 does nothing. Not built: the other variants of broadcast kernels
+ * (the builtins' and the user's), which depend on the operations, modes
+ * and broadcasting they meet. The steps are the programs (one per file of
+ * cl/ and dtype), CLBlast's kernels of each precision and the training
+ * step; a step that compiles says
+ * "warm-up on "<device>": N of M: <what>" to the notice function
+ * (clmad_context_set_notice; a program found in a cache says nothing, a
+ * CLBlast step and the training step always speak: whether CLBlast
+ * compiles is not seen).
+ * clmad_context_stats counts the programs compiled and those loaded from
+ * the disk cache.
+ * Errors: CLMAD_ERR_INVALID_ARGUMENT (ctx NULL, a flag outside
+ * CLMAD_WARM_UP_ALL), CLMAD_ERR_STATE (ctx released; TRAINING with a
+ * tape that holds nodes), CLMAD_ERR_BUILD,
+ * CLMAD_ERR_OPENCL, CLMAD_ERR_OUT_OF_MEMORY.
+ */
+typedef enum clmad_warm_up_flags {
+    CLMAD_WARM_UP_PROGRAMS = 1,
+    CLMAD_WARM_UP_GEMM = 2,
+    CLMAD_WARM_UP_TRAINING = 4,
+    CLMAD_WARM_UP_ALL = 7
+} clmad_warm_up_flags;
+CLMAD_API clmad_status clmad_context_warm_up(clmad_context *ctx, unsigned flags);
+
 /** Fills *opt with the defaults described in clmad_options. */
 CLMAD_API void clmad_options_init(clmad_options *opt);
 
@@ -1028,7 +1101,7 @@ CLMAD_API clmad_status clmad_mean(clmad_context *ctx, clmad_tensor *x, int naxes
                         clmad_tensor **out);
 
 /**
- * Matrix product through CLBlast: out = op(a) op(b), where op transposes
+ * Matrix product: out = op(a) op(b), where op transposes
  * the last two axes when trans_a / trans_b is non-zero; *out is new, owned
  * by the caller. dA = dC op(b)^T and dB = op(a)^T dC in backward.
  * Two 2-d operands: one GEMM. Other ranks follow NumPy's np.matmul:
@@ -1043,7 +1116,14 @@ CLMAD_API clmad_status clmad_mean(clmad_context *ctx, clmad_tensor *x, int naxes
  *     is the sum over the batch of its products.
  * One GEMM per matrix of the result (the GEMM kernels of the 2-d case); a
  * batch against one matrix b with a not transposed is one GEMM of a's
- * stacked rows, forward and backward. Errors: CLMAD_ERR_SHAPE (inner sizes
+ * stacked rows, forward and backward. A GEMM of at most 2^21
+ * multiply-adds with k at most 256 (128 x 128 x 128) runs clmad's own
+ * kernel (runs of 8 elements of a row of the result per work-item, the
+ * order of its sums fixed by the shapes; on POCL as fast as CLBlast's or
+ * faster at those sizes); larger ones run CLBlast's, whose first GEMM of a precision in a process builds its
+ * GEMM program (4 s of CPU on POCL: a first run of a small network spent
+ * 40% of its first epoch there). The environment variable
+ * CLMAD_SMALL_GEMM=0 sends every GEMM to CLBlast. Errors: CLMAD_ERR_SHAPE (inner sizes
  * that differ, batch axes that do not broadcast, a 0-d operand: the message
  * gives both shapes), CLMAD_ERR_DTYPE (dtypes that differ, or not f32/f64),
  * CLMAD_ERR_INVALID_ARGUMENT (NULL, another context), CLMAD_ERR_OPENCL

@@ -2,7 +2,8 @@
 /* clmad-info: lists every OpenCL device and marks the one clmad would use
  * (and, built with the MPI component, the one each local MPI rank would
  * take); with --lower FILE, prints a broadcast function lowered from plain
- * syntax to the ad_ vocabulary (what clmad_kernel_create compiles). */
+ * syntax to the ad_ vocabulary (what clmad_kernel_create compiles); with
+ * --warm-up, builds the library's programs for the default device ahead. */
 #include "tune.h"
 
 #include <clmad.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static char *read_file(const char *path)
 {
@@ -66,9 +68,48 @@ static int usage(FILE *out, int status)
                  "                                syntax to the ad_ vocabulary (FILE - reads stdin)\n"
                  "       clmad-info --tune        measure the elements per work-item that suit the\n"
                  "                                default device best and store them in the cache\n"
+                 "       clmad-info --warm-up     build clmad's own programs, CLBlast's GEMM kernels and\n"
+                 "                                a small training step's kernels for the default\n"
+                 "                                device into the caches, ahead of a first run\n"
+                 "                                (clmad_context_warm_up)\n"
                  "       clmad-info --version     print the version of libclmad\n"
                  "       clmad-info --help        print this text\n");
     return status;
+}
+
+/* --warm-up: clmad_context_warm_up on the default device, each step said
+ * on stderr as it starts, then what was built and how long it took. */
+static int warm_up(void)
+{
+    clmad_context *ctx = NULL;
+    clmad_device_info device;
+    clmad_stats before, after;
+    if (clmad_context_create(NULL, &ctx) != CLMAD_OK || clmad_context_device(ctx, &device) != CLMAD_OK ||
+        clmad_context_stats(ctx, &before) != CLMAD_OK) {
+        fprintf(stderr, "clmad-info: %s\n", clmad_last_error(ctx));
+        clmad_context_release(ctx);
+        return 1;
+    }
+    clmad_context_set_notice(ctx, clmad_notice_stderr, NULL);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    clmad_status st = clmad_context_warm_up(ctx, CLMAD_WARM_UP_ALL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    if (st != CLMAD_OK || clmad_context_stats(ctx, &after) != CLMAD_OK) {
+        fprintf(stderr, "clmad-info: warm-up failed: %s\n", clmad_last_error(ctx));
+        clmad_context_release(ctx);
+        return 1;
+    }
+    printf("warm-up of \"%s\" in %.2f s: %llu programs compiled, %llu loaded from clmad's disk cache, "
+           "CLBlast's GEMM kernels for f32%s, a training step\n",
+           device.name, seconds, (unsigned long long)(after.programs_compiled - before.programs_compiled),
+           (unsigned long long)(after.programs_from_disk - before.programs_from_disk),
+           device.fp64 ? " and f64" : "");
+    if (after.disk_cache_problem[0])
+        printf("note: %s\n", after.disk_cache_problem);
+    clmad_context_release(ctx);
+    return 0;
 }
 
 #ifdef CLMAD_INFO_MPI
@@ -106,6 +147,8 @@ int main(int argc, char **argv)
         return lower(argv[2]);
     if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
         return usage(stdout, 0);
+    if (argc == 2 && !strcmp(argv[1], "--warm-up"))
+        return warm_up();
     if (argc == 2 && !strcmp(argv[1], "--tune"))
         return clmad_info_tune();
     if (argc == 2 && !strcmp(argv[1], "--version")) {

@@ -8,7 +8,7 @@ forward mode (Kernel.partials, Kernel.jvp)
 and the optimizers of clmad.optim. See python/README.md.
 """
 from . import _abi, _lib, optim
-from .context import Context, Device, Scope, devices
+from .context import Context, Device, Scope, devices, warm_up
 from .errors import (BuildError, ConcurrentUseError, DtypeError, Error, InvalidArgumentError, IOError,
                      NoDeviceError, OpenCLError, OutOfMemoryError, ReleasedError, ShapeError, StateError,
                      UnsupportedError)
@@ -35,6 +35,7 @@ __all__ = [
     "embedding", "exp", "getitem", "index_select", "log", "log_softmax", "logsumexp", "matmul", "mean",
     "mse_loss", "mul", "neg", "one_hot", "relu", "reshape", "sigmoid", "softmax", "sqrt", "sub", "tanh",
     "transpose", "where", "gather", "scatter_add", "save", "load", "load_into", "read_metadata",
+    "warm_up",
 ]
 
 _abi.check()  # a library built from another clmad.h is refused here (ImportError)

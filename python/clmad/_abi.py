@@ -20,6 +20,8 @@ def copied_constants():
     from . import _lib, errors
     from .context import Context, _TYPES
     constants = {"CLMAD_MAX_DIMS": _lib.MAX_DIMS, "CLMAD_OK": 0}
+    constants.update({"CLMAD_WARM_UP_PROGRAMS": _lib.WARM_UP_PROGRAMS, "CLMAD_WARM_UP_GEMM": _lib.WARM_UP_GEMM,
+                      "CLMAD_WARM_UP_TRAINING": _lib.WARM_UP_TRAINING})
     for name in ("F32", "F64", "I32", "I64", "U8", "LT", "LE", "GT", "GE", "EQ", "NE",
                  "OPTIM_SGD", "OPTIM_ADAM", "OPTIM_ADAMW"):
         constants["CLMAD_" + name] = getattr(_lib, name)

@@ -183,6 +183,16 @@ for _name in ("add", "sub", "mul", "div", "pow"):
 for _name in ("neg", "exp", "log", "tanh", "sigmoid", "relu", "sqrt"):
     _PROTOTYPES["clmad_" + _name] = (st, [ctx_p, T, PT])
 
+# Compile notices, the warm-up and the text of a tensor (clmad_context_set_notice,
+# clmad_context_warm_up, clmad_tensor_format).
+NOTICE_FN = ctypes.CFUNCTYPE(None, c_void_p, c_char_p)
+WARM_UP_PROGRAMS, WARM_UP_GEMM, WARM_UP_TRAINING = 1, 2, 4
+_PROTOTYPES.update({
+    "clmad_context_set_notice": (st, [ctx_p, NOTICE_FN, c_void_p]),
+    "clmad_context_warm_up": (st, [ctx_p, c_uint]),
+    "clmad_tensor_format": (st, [T, c_char_p, c_size_t, SZ]),
+})
+
 for _name, (_res, _args) in _PROTOTYPES.items():
     try:
         _f = getattr(lib, _name)

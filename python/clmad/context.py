@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Context: one clmad_context (a device, its queue, caches and tape); devices()."""
 import contextlib
+import sys
+import time
 import weakref
 from ctypes import byref, c_int64, c_size_t, POINTER
 from dataclasses import dataclass
@@ -116,10 +118,12 @@ class Context:
     fusion=False turns off fusion (CLMAD_PARAM_DISABLE_FUSION, docs/fusion.md):
     a loss over a kernel's output then runs eagerly, with the same results.
     disable_fp64=True makes the context refuse float64 as on a device without
-    fp64 (to test that path; ctx.fp64 says whether it takes float64)."""
+    fp64 (to test that path; ctx.fp64 says whether it takes float64).
+    quiet=True keeps the first run's compile notice ("clmad: compiling OpenCL
+    programs for ...") off sys.stderr; see also clmad.warm_up."""
 
     def __init__(self, device=None, cache_dir=None, retain_tape=False, chunk_cap=0, fusion=True,
-                 disable_fp64=False):
+                 disable_fp64=False, quiet=False):
         opt = _lib.Options()
         L.clmad_options_init(byref(opt))
         if device is not None:
@@ -137,6 +141,8 @@ class Context:
         self._h = self._raw = h.value
         self._scopes = []
         self._disable_fp64 = bool(disable_fp64)
+        if not quiet:
+            L.clmad_context_set_notice(h.value, _say_notice, None)
 
     def __del__(self, _release=L.clmad_context_release):
         h = getattr(self, "_h", None)
@@ -350,6 +356,42 @@ class Context:
     # Context.from_pyopencl(queue): a context on the queue's OpenCL objects;
     # ctx.from_pyopencl(array): a tensor over a pyopencl.array.Array's buffer.
     from .pyopencl_interop import from_pyopencl
+
+    # --- warm-up -----------------------------------------------------------------
+    def warm_up(self, programs=True, gemm=True, training=True):
+        """Builds ahead what a first run compiles on first use (clmad_context_warm_up):
+        the library's own programs (programs=True), CLBlast's GEMM kernels (gemm=True)
+        and the kernels of a small perceptron's training step in float32 (training=True:
+        needs an empty tape), into the caches; later runs, in this process or another,
+        then compile little. Returns a dict: programs_compiled, programs_from_disk, seconds."""
+        before = self.stats()
+        start = time.perf_counter()
+        flags = ((_lib.WARM_UP_PROGRAMS if programs else 0) | (_lib.WARM_UP_GEMM if gemm else 0)
+                 | (_lib.WARM_UP_TRAINING if training else 0))
+        self._check(L.clmad_context_warm_up(self._live, flags))
+        after = self.stats()
+        return {"programs_compiled": after["programs_compiled"] - before["programs_compiled"],
+                "programs_from_disk": after["programs_from_disk"] - before["programs_from_disk"],
+                "seconds": time.perf_counter() - start}
+
+
+@_lib.NOTICE_FN
+def _say_notice(_user, text):
+    """A context's notices (the first run's compiles, a warm-up's steps), on
+    sys.stderr: in a notebook they show under the cell, where the C library's
+    own stderr would not. One function for every context: it outlives them."""
+    stream = sys.stderr
+    if stream is not None and text:
+        stream.write("clmad: " + text.decode(errors="replace") + "\n")
+        stream.flush()
+
+
+def warm_up(device=None, programs=True, gemm=True, training=True, quiet=False):
+    """Context(device).warm_up(programs, gemm, training) on a context of its own,
+    closed at the end: run once (after installing, or in a notebook's first cell) so
+    that the first run's compiles happen here. Returns what Context.warm_up returns."""
+    with Context(device=device, quiet=quiet) as ctx:
+        return ctx.warm_up(programs, gemm, training)
 
 
 def _shape(shape):

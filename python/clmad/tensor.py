@@ -110,10 +110,27 @@ class Tensor:
         return self.shape[0]
 
     def __repr__(self):
+        """clmad_tensor_format's text (values as PyTorch prints them, a long tensor
+        cut to its ends, the shape, the dtype), then the device and requires_grad:
+        clmad.Tensor([1.0000, 2.0000], shape=(2,), dtype=f32, device="...")."""
         if not self._h:
             return "<clmad.Tensor (released)>"
+        from ctypes import c_size_t, create_string_buffer
+        n = c_size_t()
+        status = L.clmad_tensor_format(self._h, None, 0, byref(n))
+        buf = create_string_buffer(n.value + 1)
+        if not status:
+            status = L.clmad_tensor_format(self._h, buf, n.value + 1, byref(n))
+        if status:
+            raise_for(status, self._ctx._raw)
+        text = buf.value.decode(errors="replace")  # "tensor(VALUES, shape=..., dtype=...)"
+        body = text[len("tensor("):-1].replace("\n" + " " * len("tensor("), "\n" + " " * len("clmad.Tensor("))
+        try:
+            device = f', device="{self._ctx.device.name}"'
+        except ReleasedError:
+            device = ""
         grad = ", requires_grad=True" if self.requires_grad else ""
-        return f"clmad.Tensor({np.array2string(self.numpy(), precision=6)}, dtype={self.dtype}{grad})"
+        return f"clmad.Tensor({body}{device}{grad})"
 
     # --- values ----------------------------------------------------------------
     def numpy(self):

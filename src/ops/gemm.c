@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* GEMM through CLBlast, its first call of the process serialised. */
+/* GEMM: small products through clmad's own kernel, the others through
+ * CLBlast, its first call of the process serialised. */
 #include "ops/ops.h"
 #include "base/log.h"
 
 #include <clblast_c.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* CLBlast (1.5.3, Debian 12's) fills its static tuning database lazily, in
  * clblast::Database::Database, when the first routine object of the
@@ -32,9 +35,9 @@ static CLBlastStatusCode call_gemm(clmad_dtype dtype, CLBlastTranspose at, CLBla
                         c_off, ldc, queue, NULL);
 }
 
-clmad_status clmad__gemm_at(clmad_context *ctx, clmad_dtype dtype, int ta, int tb, size_t m, size_t n,
-                            size_t k, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb,
-                            double beta, cl_mem c, size_t c_off, size_t ldc)
+clmad_status clmad__gemm_clblast(clmad_context *ctx, clmad_dtype dtype, int ta, int tb, size_t m, size_t n,
+                                 size_t k, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb,
+                                 double beta, cl_mem c, size_t c_off, size_t ldc)
 {
     CLBlastTranspose at = ta ? CLBlastTransposeYes : CLBlastTransposeNo;
     CLBlastTranspose bt = tb ? CLBlastTransposeYes : CLBlastTransposeNo;
@@ -65,4 +68,57 @@ clmad_status clmad__gemm_at(clmad_context *ctx, clmad_dtype dtype, int ta, int t
         return clmad__fail(ctx, CLMAD_ERR_OPENCL, "CLBlast %cgemm failed with status %d on device \"%s\"",
                            dtype == CLMAD_F32 ? 'S' : 'D', (int)s, ctx->info.name);
     return CLMAD_OK;
+}
+
+/* Products of at most SMALL_GEMM_MACS multiply-adds, k at most SMALL_GEMM_K,
+ * run clmad_gemm_small (cl/ops.cl), unless CLMAD_SMALL_GEMM=0. CLBlast's
+ * first GEMM of a process builds its whole GEMM program: 4.4 s of CPU on
+ * POCL, 40% of the first epoch of a small network (python/examples/
+ * digits.py), whose products (64 x 64 x 64, 359 x 64 x 64) are this size.
+ * The bounds keep the simple kernel (runs of 8 elements per work-item, no
+ * tiling in local memory) to products where it is not slower: on POCL, on
+ * a busy 2-core host, it took 0.3x to 0.8x CLBlast's time from 64 x 64 x 64
+ * to 128 x 128 x 128 and 32 x 2048 x 32, NN, NT and TN (one sample of
+ * 128^3 NN: 1.2x); 2^21 multiply-adds is 128^3, and a long k would
+ * serialise on a GPU. Not measured on GPUs (none here). */
+#define SMALL_GEMM_MACS (UINT64_C(1) << 21)
+#define SMALL_GEMM_K 256
+
+static int small_product(size_t m, size_t n, size_t k)
+{
+    if (k > SMALL_GEMM_K || (uint64_t)m * n > SMALL_GEMM_MACS / k)
+        return 0;
+    const char *env = getenv("CLMAD_SMALL_GEMM");
+    return !(env && strcmp(env, "0") == 0);
+}
+
+static clmad_status gemm_small(clmad_context *ctx, clmad_dtype dtype, int ta, int tb, size_t m, size_t n,
+                               size_t k, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb,
+                               double beta, cl_mem c, size_t c_off, size_t ldc)
+{
+    cl_kernel kernel;
+    clmad_status st = clmad__cached_kernel(ctx, dtype, CLMAD_OPS_GEMM_SMALL, &kernel);
+    if (st != CLMAD_OK)
+        return st;
+    const cl_ulong ao = a_off, la = lda, bo = b_off, lb = ldb, co = c_off, lc = ldc, mm = m, nn = n, kk = k;
+    const cl_int ta_ = ta != 0, tb_ = tb != 0;
+    clmad_real_arg beta_arg;
+    const size_t beta_size = clmad__real_arg(dtype, beta, &beta_arg);
+    const void *values[] = {&a, &ao, &la, &ta_, &b, &bo, &lb, &tb_, &c, &co, &lc, &mm, &nn, &kk, &beta_arg};
+    const size_t sizes[] = {sizeof a,   sizeof ao, sizeof la, sizeof ta_, sizeof b, sizeof bo, sizeof lb, sizeof tb_,
+                            sizeof c,   sizeof co, sizeof lc, sizeof mm,  sizeof nn, sizeof kk, beta_size};
+    st = clmad__set_kernel_args(ctx, kernel, 15, sizes, values);
+    if (st != CLMAD_OK)
+        return st;
+    const uint64_t elements = (uint64_t)m * k + (uint64_t)k * n + (uint64_t)m * n * (beta != 0.0 ? 2 : 1);
+    return clmad__enqueue_1d(ctx, kernel, m * ((n + 7) / 8), elements * clmad_dtype_size(dtype));
+}
+
+clmad_status clmad__gemm_at(clmad_context *ctx, clmad_dtype dtype, int ta, int tb, size_t m, size_t n,
+                            size_t k, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb,
+                            double beta, cl_mem c, size_t c_off, size_t ldc)
+{
+    if (small_product(m, n, k))
+        return gemm_small(ctx, dtype, ta, tb, m, n, k, a, a_off, lda, b, b_off, ldb, beta, c, c_off, ldc);
+    return clmad__gemm_clblast(ctx, dtype, ta, tb, m, n, k, a, a_off, lda, b, b_off, ldb, beta, c, c_off, ldc);
 }

@@ -6,13 +6,19 @@
 #include "runtime/primitives.h"
 #include "tape/tape.h"
 
-/* C = op(A) op(B) + beta C through CLBlast, row-major, each matrix at an
- * element offset in its buffer with its leading dimension; m, n, k > 0.
- * The first CLBlast call of the process is serialised (gemm.c says
- * why). */
+/* C = op(A) op(B) + beta C, row-major, each matrix at an element offset
+ * in its buffer with its leading dimension; m, n, k > 0: small products
+ * through clmad's kernel (gemm.c says which), the others through CLBlast. */
 clmad_status clmad__gemm_at(clmad_context *ctx, clmad_dtype dtype, int ta, int tb, size_t m, size_t n,
                             size_t k, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb,
                             double beta, cl_mem c, size_t c_off, size_t ldc);
+
+/* The same through CLBlast whatever the size (the warm-up builds its
+ * kernels). The first CLBlast call of the process is serialised (gemm.c
+ * says why). */
+clmad_status clmad__gemm_clblast(clmad_context *ctx, clmad_dtype dtype, int ta, int tb, size_t m, size_t n,
+                                 size_t k, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb,
+                                 double beta, cl_mem c, size_t c_off, size_t ldc);
 
 /* One matrix of a 2-d tensor, or of each of a (batch, rows, cols) one. */
 typedef struct clmad_mat {

@@ -87,6 +87,12 @@ struct clmad_context {
     int device_retained;            /* the caller's device, retained (clmad_context_create_cl) */
     _Atomic(void *) busy_owner;     /* the thread inside a public call on ctx, or NULL
                                        (context_guard.c) */
+    clmad_notice_fn notice_fn;      /* clmad_context_set_notice (notice.c); NULL: none */
+    void *notice_user;
+    int compile_noticed;            /* the first-run compile notice was given (or a
+                                       warm-up is saying its own) */
+    char warm_up_step[160];         /* the notice of the warm-up's step (ops/warm_up.c),
+                                       said if the step compiles; "" outside one */
 };
 
 struct clmad_device_entry;

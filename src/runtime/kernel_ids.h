@@ -15,6 +15,7 @@
     X(CLMAD_OPS_DOT_PARTS, "ops.cl", "clmad_dot_parts")                          \
     X(CLMAD_OPS_SUM_RANGES, "ops.cl", "clmad_sum_ranges")                        \
     X(CLMAD_OPS_DOT_RANGES, "ops.cl", "clmad_dot_ranges")                        \
+    X(CLMAD_OPS_GEMM_SMALL, "ops.cl", "clmad_gemm_small")                        \
     /* operations along one axis (ops/axis.c, ops/losses.c) */                    \
     X(CLMAD_OPS_AXIS_REDUCE, "axis.cl", "clmad_axis_reduce")                     \
     X(CLMAD_OPS_AXIS_SOFTMAX, "axis.cl", "clmad_axis_softmax")                   \

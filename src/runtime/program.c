@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "runtime/context.h"
 #include "runtime/program_key.h"
+#include "runtime/notice.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "base/strings.h"
@@ -121,6 +122,7 @@ static clmad_status compile_from_source(clmad_context *ctx, const char *source, 
     if (err != CL_SUCCESS)
         return clmad__fail_cl(ctx, err, "clCreateProgramWithSource");
     ctx->stats.programs_compiled++;
+    clmad__notice_compile(ctx);
     char name[128];
     double start = 0;
     int logging = clmad__log_info();

@@ -453,8 +453,8 @@ static void check_interleaved(void)
 /* The loss kernels that write their terms for the range pass (the form of
  * Intel's CPU runtime, tuning.c) on this device, against eager, and their
  * passes: ranges with tails (65535 elements: 8 ranges of 8191 or 8192), one
- * range with a tail, forms of a few kinds, w needing a gradient (few: each
- * compiles its own variants). Only where sums go by ranges (CPUs). */
+ * range with a tail, forms of a few kinds (user stages too), w needing a
+ * gradient (few: each compiles its own variants). Only where sums go by ranges (CPUs). */
 static void check_terms(void)
 {
     clmad_context *saved_on = on;
@@ -470,9 +470,9 @@ static void check_terms(void)
             check_passes(SUM_MUL, 5, 0);
             check_passes(SUM_MUL, 6, 1);
         }
-        static const int forms[] = {DOT, MEAN, SUM_MUL, SUM_EXP_NEG};
+        static const int forms[] = {DOT, MEAN, SUM_MUL, SUM_EXP_NEG, SUM_USER_USER_MUL};
         for (size_t s = 0; s < n; s++)
-            for (int f = 0; f < 4; f++) {
+            for (int f = 0; f < 5; f++) {
                 program p = {CLMAD_F32, sizes[s][0], sizes[s][1], forms[f], NONE,
                              f % 2 ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0};
                 check(&p);

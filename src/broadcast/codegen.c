@@ -23,7 +23,8 @@ int clmad__variant_equal(const clmad_variant *a, const clmad_variant *b)
         a->row_runs != b->row_runs || a->div_by_mul != b->div_by_mul ||
         a->loss_weighted != b->loss_weighted || a->loss_ranges != b->loss_ranges || a->loss_raw != b->loss_raw ||
         a->loss_stages != b->loss_stages || a->loss_stage_raw != b->loss_stage_raw ||
-        a->loss_adj != b->loss_adj || a->loss_lanes != b->loss_lanes || a->loss_write_y != b->loss_write_y)
+        a->loss_adj != b->loss_adj || a->loss_lanes != b->loss_lanes || a->loss_terms != b->loss_terms ||
+        a->loss_write_y != b->loss_write_y)
         return 0;
     size_t n = (size_t)a->n_inputs, K = (size_t)a->K, S = (size_t)a->loss_stages;
     if (memcmp(a->loss_stage_kernel, b->loss_stage_kernel, S * sizeof a->loss_stage_kernel[0]) ||

@@ -107,6 +107,9 @@ typedef struct clmad_variant {
                                            LOSS_ADJ (clmad_mean's 1/n), else exactly 1 */
     int loss_lanes;                     /* interleaved: work-items per partial sum (> 1: groups
                                            of CLMAD_LOSS_GROUP_PARTS parts x loss_lanes) */
+    int loss_terms;                     /* ranges: one element per work-item, its term written
+                                           at its index of SUMS (of n), which the range pass
+                                           then sums (broadcast/held.c) */
 } clmad_variant;
 
 /* Parts per work-group of a loss kernel with lanes: one warp's worth, so

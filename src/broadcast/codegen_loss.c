@@ -229,8 +229,27 @@ static void emit_ranges_body(clmad_strbuf *sb, const clmad_variant *v)
                          "        + clmad__tail;\n}\n");
 }
 
+/* Terms (a CPU runtime that vectorises across work-items: runtime/tuning.c):
+ * work-item e writes element e's term where the range pass will read it,
+ * the gradients as every form writes them. Neighbouring work-items take
+ * neighbouring elements, as in the element kernels it vectorises well;
+ * a range walked by one work-item would be a gather per lane. */
+static void emit_terms_body(clmad_strbuf *sb, const clmad_variant *v)
+{
+    clmad__sb_append(sb, "{\n    const ulong clmad__e = get_global_id(0);\n"
+                         "    if (clmad__e >= clmad__n)\n        return;\n    real clmad__term;\n");
+    clmad_variant single = *v;
+    single.row_runs = 0;
+    emit_loss_element(sb, &single);
+    clmad__sb_append(sb, "    clmad__sums[clmad__e] = clmad__term;\n}\n");
+}
+
 void clmad__emit_loss_body(clmad_strbuf *sb, const clmad_variant *v)
 {
+    if (v->loss_terms) {
+        emit_terms_body(sb, v);
+        return;
+    }
     if (!v->loss_ranges && v->loss_lanes > 1) {
         emit_lanes_body(sb, v);
         return;

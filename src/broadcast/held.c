@@ -8,6 +8,7 @@
 #include "broadcast/held.h"
 #include "broadcast/launch.h"
 #include "broadcast/node.h"
+#include "runtime/primitives.h"
 #include "runtime/scope.h"
 #include "tape/tape.h"
 
@@ -199,7 +200,8 @@ static void loss_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, cl
     v->loss_weighted = form->w != NULL;
     v->loss_write_y = form->write_y;
     v->loss_ranges = ranges;
-    if (ranges) /* a range is visited in runs (codegen_loss.c) */
+    v->loss_terms = ranges && y->ctx->loss_terms;
+    if (ranges && !v->loss_terms) /* a range is visited in runs (codegen_loss.c) */
         clmad__bcast_variant_runs(v, plan, loss_run(plan));
     v->loss_raw = form->raw;
     v->loss_stages = form->n_stages;
@@ -280,12 +282,21 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const 
     }
     clmad__scope_resume(ctx);
     v.K = g->n;
+    /* The terms form: the kernel's terms in a tensor of y's size, then the
+     * range pass of clmad_sum over them into sums. */
+    clmad_tensor *terms = NULL;
+    if (st == CLMAD_OK && v.loss_terms)
+        st = clmad_tensor_create(ctx, y->dtype, 1, &y->numel, NULL, &terms);
     if (st == CLMAD_OK) {
-        clmad_launch_args a = {.values = &g->y_values, .derivs = g->grad, .inputs = h->inputs, .sums = sums,
-                               .weights = weights, .stage_grads = g->stage_grad, .loss_adj = form->adj,
-                               .parts = parts, .stage_inputs = form->stage_inputs, .user_grads = g->user_grad};
+        clmad_launch_args a = {.values = &g->y_values, .derivs = g->grad, .inputs = h->inputs,
+                               .sums = terms ? terms : sums, .weights = weights, .stage_grads = g->stage_grad,
+                               .loss_adj = form->adj, .parts = parts, .stage_inputs = form->stage_inputs,
+                               .user_grads = g->user_grad};
         st = clmad__bcast_launch(k, &v, &plan, &a);
     }
+    if (st == CLMAD_OK && terms)
+        st = clmad__range_pass(ctx, CLMAD_OPS_SUM_RANGES, sums->mem, terms->mem, NULL, y->dtype, y->numel, parts);
+    clmad_tensor_release(terms);
     if (st != CLMAD_OK) {
         /* A build that fails with user stages may be their sources' clash:
          * they stop being stages, and k's losses are tried without them. */

@@ -58,6 +58,8 @@ struct clmad_context {
                                        (clmad__inject_build_failure); 0: none */
     int loss_lanes;                 /* work-items per partial sum of an interleaved loss kernel
                                        (tuning.c; 1, or 8 on GPUs) */
+    int loss_terms;                 /* a loss kernel summing ranges writes each element's term
+                                       for the range pass (tuning.c, codegen_loss.c) */
     int sums_interleaved;           /* tests: no sum by ranges, as on GPUs (reduce.c) */
     int vector_width;               /* elements per work-item of the flat internal kernels
                                        (tuning.c; CLMAD_VW of cl/real.clh) */

@@ -86,6 +86,12 @@ size_t clmad__range_parts(size_t n);
  * kernels with `lanes` work-items per part (tuning.c), whatever the device. */
 void clmad__sum_as_gpus(clmad_context *ctx, int lanes);
 
+/* For tests: ctx's loss kernels that sum ranges write each element's term
+ * for the range pass (on 1) or sum their ranges themselves (0), whatever
+ * the tuning table says (codegen_loss.c); on < 0 changes nothing. Returns
+ * the setting in force before. */
+int clmad__loss_terms(clmad_context *ctx, int on);
+
 /* One pass by ranges: dst[p] = sum over range p of a[q] (CLMAD_OPS_SUM_RANGES,
  * b NULL) or of a[q] * b[q] (CLMAD_OPS_DOT_RANGES). */
 clmad_status clmad__range_pass(clmad_context *ctx, clmad_kernel_id id, cl_mem dst, cl_mem a, cl_mem b,

@@ -142,6 +142,14 @@ void clmad__sum_as_gpus(clmad_context *ctx, int lanes)
     ctx->loss_lanes = lanes;
 }
 
+int clmad__loss_terms(clmad_context *ctx, int on)
+{
+    const int before = ctx->loss_terms;
+    if (on >= 0)
+        ctx->loss_terms = on;
+    return before;
+}
+
 int clmad__sum_by_ranges(const clmad_context *ctx, size_t n_keep, int nr, const size_t *rs)
 {
     return ctx->info.type == CLMAD_DEVICE_CPU && !ctx->sums_interleaved && n_keep == 1 && nr == 1 && rs[0] == 1;

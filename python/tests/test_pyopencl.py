@@ -287,12 +287,25 @@ def test_wrapped_array_dropped_before_tensor(ctx, queue):
     assert pool.active_blocks == 1  # it went back to the pool with the tensor
 
 
+def sub_buffers_counted(buf):
+    """Whether a sub-buffer shows in its parent's CL_MEM_REFERENCE_COUNT: on POCL
+    it does, on Intel's CPU runtime it does not (the count is the implementation's
+    to report)."""
+    before = refcount(buf)
+    probe = buf.get_sub_region(0, 4)
+    counted = refcount(buf) > before
+    probe.release()
+    return counted
+
+
 def test_wrapped_array_dropped_after_tensor(ctx, queue):
     arr = cla.to_device(queue, np.arange(8, dtype=np.float32))
     before = refcount(arr.base_data)
+    counted = sub_buffers_counted(arr.base_data)
     t = ctx.from_pyopencl(arr)
     u = t + 1
-    assert refcount(arr.base_data) > before  # clmad's sub-buffer holds the buffer
+    if counted:
+        assert refcount(arr.base_data) > before  # clmad's sub-buffer holds the buffer
     t.release()
     del u
     gc.collect()

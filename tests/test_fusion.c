@@ -565,6 +565,49 @@ Test(fusion, signed_zero_ties)
     clmad_context_release(eager);
 }
 
+/* Making a kernel between a broadcast and its loss (a Python function that
+ * makes its kernels as it runs) leaves the broadcast held: the loss fuses,
+ * bitwise as eager. */
+Test(fusion, kernel_made_before_the_loss)
+{
+    clmad_options opt = {0};
+    clmad_context *ctxs[2];
+    ctxs[0] = test_context_with(&opt);
+    opt.disable_fusion = 1;
+    ctxs[1] = test_context_with(&opt);
+    float got[2][2 * 33 + 1];
+    for (int i = 0; i < 2; i++) {
+        clmad_context *ctx = ctxs[i];
+        size_t shape[2] = {3, 11}, row[2] = {1, 11};
+        clmad_kernel *k, *later;
+        CHECK_OK(ctx, clmad_kernel_create(ctx, SOURCE, "f", 3, 1, &k));
+        clmad_tensor *a = make(ctx, CLMAD_F32, 2, shape, 0, 1), *b = make(ctx, CLMAD_F32, 2, shape, 1, 1);
+        clmad_tensor *c = make(ctx, CLMAD_F32, 2, row, 2, 0), *in[3] = {a, b, c}, *y, *loss, *ga, *gb;
+        clmad_stats s;
+        CHECK_OK(ctx, clmad_broadcast(ctx, k, in, &y));
+        CHECK_OK(ctx, clmad_kernel_create(ctx, USER_G, "g", 2, 1, &later));
+        CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &loss));
+        CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+        CHECK_OK(ctx, clmad_context_stats(ctx, &s));
+        cr_assert_eq(s.fused_losses, i == 0 ? 1u : 0u, "fused losses: %llu", (unsigned long long)s.fused_losses);
+        CHECK_OK(ctx, clmad_tensor_grad(a, &ga));
+        CHECK_OK(ctx, clmad_tensor_grad(b, &gb));
+        CHECK_OK(ctx, clmad_tensor_read(ga, got[i], 33 * sizeof(float)));
+        CHECK_OK(ctx, clmad_tensor_read(gb, got[i] + 33, 33 * sizeof(float)));
+        CHECK_OK(ctx, clmad_tensor_read(loss, got[i] + 66, sizeof(float)));
+        clmad_tensor *all[] = {a, b, c, y, loss, ga, gb};
+        for (int t = 0; t < 7; t++)
+            clmad_tensor_release(all[t]);
+        clmad_kernel_release(k);
+        clmad_kernel_release(later);
+        clmad_context_release(ctx);
+    }
+    const double ulps = test_programs_round_alike() ? 0 : TEST_PROGRAM_ULPS;
+    for (int e = 0; e < 67; e++)
+        cr_assert(test_elements_equal(&got[0][e], &got[1][e], 4, ulps), "element %d: fused %g, eager %g", e,
+                  got[0][e], got[1][e]);
+}
+
 Test(fusion, bitwise_equal_to_eager, .timeout = 900)
 {
     clmad_options opt = {0};

@@ -71,7 +71,9 @@ static void dual_variant(const clmad_kernel *k, clmad_variant *v)
 clmad_status clmad_kernel_create(clmad_context *ctx, const char *source, const char *fn_name,
                                  int n_inputs, int n_outputs, clmad_kernel **out)
 {
-    CLMAD_GUARD(ctx, "clmad_kernel_create");
+    /* It reads no tensor: held work stays held (a kernel made between a
+     * broadcast and its loss does not end the fusion). */
+    CLMAD_GUARD_HOLDING(ctx, "clmad_kernel_create");
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_kernel_create: ctx is NULL");
     if (!source || !fn_name || !out)

@@ -50,7 +50,8 @@ void clmad__guard_forget(const clmad_context *ctx);
  * compilers without it get no detection and no fusion: the guard is then
  * a no-op). CLMAD_GUARD_HOLDING is for the calls that handle held tensors
  * themselves (they fuse them or run what they read: clmad_dot, clmad_sum,
- * clmad_mul, clmad_broadcast, clmad_backward, clmad_tensor_read);
+ * clmad_mul, clmad_broadcast, clmad_backward, clmad_tensor_read) and for
+ * those that read no tensor (clmad_kernel_create);
  * CLMAD_GUARD_WAIT runs none
  * (releases drop held work, they never need it). */
 enum { CLMAD_GUARD_REFUSE = 0, CLMAD_GUARD_WAITS = 1, CLMAD_GUARD_KEEPS_HELD = 2 };

@@ -193,6 +193,27 @@ int test_contains(const char *haystack, const char *needle)
     return haystack && needle && strstr(haystack, needle) != NULL;
 }
 
+clmad_tensor *test_tensor_of(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
+                             double (*value)(size_t e, void *arg), void *arg)
+{
+    size_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        n *= shape[d];
+    void *h = malloc(n * 8 + 8);
+    cr_assert(h);
+    for (size_t e = 0; e < n; e++) {
+        double v = value(e, arg);
+        if (dtype == CLMAD_F64)
+            ((double *)h)[e] = v;
+        else
+            ((float *)h)[e] = (float)v;
+    }
+    clmad_tensor *t;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, dtype, ndim, shape, h, &t));
+    free(h);
+    return t;
+}
+
 void test_read_f64(clmad_context *ctx, clmad_tensor *t, double *h, size_t n)
 {
     cr_assert_eq(clmad_tensor_numel(t), n);

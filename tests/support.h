@@ -86,6 +86,11 @@ const char *test_fresh_dir(const char *tag);
 /* 1 if haystack contains needle. */
 int test_contains(const char *haystack, const char *needle);
 
+/* A new f32 or f64 tensor whose element e is value(e, arg), asked in order
+ * e = 0, 1, ... (a value function may keep a state in arg). */
+clmad_tensor *test_tensor_of(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
+                             double (*value)(size_t e, void *arg), void *arg);
+
 /* Reads the n doubles of the f64 tensor t into h (asserting its size). */
 void test_read_f64(clmad_context *ctx, clmad_tensor *t, double *h, size_t n);
 

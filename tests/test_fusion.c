@@ -188,22 +188,14 @@ static double value(size_t e, int which)
     return sin((double)e * (1.3 + which)) * (2.0 + which);
 }
 
+static double value_of(size_t e, void *which)
+{
+    return value(e, *(const int *)which);
+}
+
 static clmad_tensor *make(clmad_context *ctx, clmad_dtype dt, int ndim, const size_t *shape, int which, int grad)
 {
-    size_t n = 1;
-    for (int d = 0; d < ndim; d++)
-        n *= shape[d];
-    void *h = malloc(n * 8 + 8);
-    for (size_t e = 0; e < n; e++) {
-        double v = value(e, which);
-        if (dt == CLMAD_F64)
-            ((double *)h)[e] = v;
-        else
-            ((float *)h)[e] = (float)v;
-    }
-    clmad_tensor *t;
-    CHECK_OK(ctx, clmad_tensor_create(ctx, dt, ndim, shape, h, &t));
-    free(h);
+    clmad_tensor *t = test_tensor_of(ctx, dt, ndim, shape, value_of, &which);
     if (grad)
         CHECK_OK(ctx, clmad_tensor_set_requires_grad(t, 1));
     return t;

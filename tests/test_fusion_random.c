@@ -552,24 +552,23 @@ static double element(uint64_t *rng, int special, size_t e, clmad_dtype dtype)
     return bs_uniform(rng, -2, 2);
 }
 
+typedef struct element_state {
+    uint64_t rng;
+    int special;
+    clmad_dtype dtype;
+} element_state;
+
+static double next_element(size_t e, void *state)
+{
+    element_state *s = state;
+    return element(&s->rng, s->special, e, s->dtype);
+}
+
 static clmad_tensor *make_tensor(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
                                  uint64_t seed, int special)
 {
-    size_t n = bs_numel(ndim, shape);
-    void *h = malloc(n * 8 + 8);
-    cr_assert(h);
-    uint64_t rng = seed;
-    for (size_t e = 0; e < n; e++) {
-        double v = element(&rng, special, e, dtype);
-        if (dtype == CLMAD_F64)
-            ((double *)h)[e] = v;
-        else
-            ((float *)h)[e] = (float)v;
-    }
-    clmad_tensor *t;
-    CHECK_OK(ctx, clmad_tensor_create(ctx, dtype, ndim, shape, h, &t));
-    free(h);
-    return t;
+    element_state s = {seed, special, dtype};
+    return test_tensor_of(ctx, dtype, ndim, shape, next_element, &s);
 }
 
 /* The bytes of every result, in order, each run under a name for the

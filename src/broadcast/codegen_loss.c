@@ -45,13 +45,6 @@ static void emit_user_stage_dual(clmad_strbuf *sb, const clmad_variant *v, int i
  * kernel's slot of the input. */
 static void emit_stage_dual(clmad_strbuf *sb, const clmad_variant *v, int i, int wrt_w)
 {
-    if (v->loss_stage[i] == CLMAD_STAGE_USER) {
-        emit_user_stage_dual(sb, v, i, v->loss_stage_y[i], "z", i);
-        for (int u = 0; wrt_w && u < v->loss_user_grads; u++)
-            if (v->loss_user_grad_stage[u] == i)
-                emit_user_stage_dual(sb, v, i, v->loss_user_grad_input[u], "zu", u);
-        return;
-    }
     const char *fn = STAGE_FN[(int)v->loss_stage[i]];
     if (v->loss_stage[i] >= CLMAD_STAGE_NEG) {
         clmad__sb_printf(sb, "    const T clmad__z%d = %s(clmad__seed0(clmad__v));\n", i, fn);
@@ -77,12 +70,17 @@ static void emit_stages(clmad_strbuf *sb, const clmad_variant *v, const char *A)
     const int S = v->loss_stages;
     clmad__sb_append(sb, "    real clmad__v = clmad__y;\n");
     for (int i = 0; i < S; i++) {
-        if (v->loss_stage[i] == CLMAD_STAGE_USER)
-            emit_stage_dual(sb, v, i, 1); /* its value's dual and its other inputs' */
-        else
+        if (v->loss_stage[i] == CLMAD_STAGE_USER) {
+            /* its value's dual, and one per other input that needs a gradient */
+            emit_user_stage_dual(sb, v, i, v->loss_stage_y[i], "z", i);
+            for (int u = 0; u < v->loss_user_grads; u++)
+                if (v->loss_user_grad_stage[u] == i)
+                    emit_user_stage_dual(sb, v, i, v->loss_user_grad_input[u], "zu", u);
+        } else {
             emit_stage_dual(sb, v, i, 0);
-        if (v->loss_stage_wgrad[i] && v->loss_stage[i] != CLMAD_STAGE_USER)
-            emit_stage_dual(sb, v, i, 1);
+            if (v->loss_stage_wgrad[i])
+                emit_stage_dual(sb, v, i, 1);
+        }
         clmad__sb_printf(sb, "    clmad__v = clmad__val(clmad__z%d);\n", i);
     }
     clmad__sb_printf(sb, "    clmad__term = clmad__v;\n    real clmad__ay = %s;\n", A);

@@ -11,7 +11,8 @@
  * y + 0.5, y * -3, under clmad_sum and clmad_mean; chains of them; user
  * kernels as stages: g(y, w), g(y, 0.5) with a 0-d constant, h(g(y, w)) * w
  * with h's function named f as the broadcast's is and a macro of its own,
- * g(g(y, w), w), which takes one kernel once), both partials policies, f32 and f64, sizes 1 to
+ * g(g(y, w), w), which takes one kernel once; clmad_dot over stages: y + 0.5, exp(-y)
+ * (w first), g(y, 0.5)), both partials policies, f32 and f64, sizes 1 to
  * 2^20, a broadcast (row) input, and the hazards that must force the held
  * work or fall back: reading y, a user seed, a retained tape run twice,
  * gradients already present, y feeding another op, y released early, the
@@ -46,14 +47,16 @@ enum form {
     /* chains of stages: */
     SUM_ADD_MUL, MEAN_SQUARED_ERROR, SUM_EXP_NEG, SUM_FIVE_NEGS,
     /* user kernels as stages (USER_G, USER_H): */
-    SUM_USER, MEAN_USER_SCALAR, SUM_USER_USER_MUL, SUM_USER_TWICE, N_FORMS
+    SUM_USER, MEAN_USER_SCALAR, SUM_USER_USER_MUL, SUM_USER_TWICE,
+    /* clmad_dot over stages: */
+    DOT_ADD_SCALAR, DOT_EXP_NEG_SWAPPED, DOT_USER_SCALAR, N_FORMS
 };
 enum hazard { NONE, READ_Y, READ_Y_FIRST, SEED, RETAIN, GRAD_PRESENT, Y_USED_TWICE, RELEASE_Y, LOSS_USED, Z_USED };
 static const char *FORMS[] = {"dot(y, w)", "dot(w, y)", "sum(y)", "sum(y, keepdims)", "mean(y)", "sum(y * w)",
                               "sum(w * y)", "mean(y * w)", "sum(y / w)", "sum(w - y)", "sum(y + 0.5)",
                               "mean(y * -3)", "sum((y + 0.5) * w)", "mean((y - w) ^ 2)", "sum(exp(-y))",
                               "sum(-(-(-(-(-y)))))", "sum(g(y, w))", "mean(g(y, 0.5))", "sum(h(g(y, w)) * w)",
-                              "sum(g(g(y, w), w))"};
+                              "sum(g(g(y, w), w))", "dot(y + 0.5, w)", "dot(w, exp(-y))", "dot(g(y, 0.5), w)"};
 
 /* User kernels over y, as stages: a branch on the other operand, and a
  * data-dependent loop (in plain syntax) in a function named as the
@@ -102,6 +105,7 @@ static clmad_tensor *stage(clmad_context *ctx, int f, clmad_tensor *y, clmad_ten
         CHECK_OK(ctx, clmad_pow_scalar(ctx, t, 2.0, &z));
         break;
     case SUM_EXP_NEG:
+    case DOT_EXP_NEG_SWAPPED:
         CHECK_OK(ctx, clmad_neg(ctx, y, &t));
         CHECK_OK(ctx, clmad_exp(ctx, t, &z));
         break;
@@ -128,7 +132,8 @@ static clmad_tensor *stage(clmad_context *ctx, int f, clmad_tensor *y, clmad_ten
         }
         break;
     }
-    case MEAN_USER_SCALAR: {
+    case MEAN_USER_SCALAR:
+    case DOT_USER_SCALAR: {
         double half = 0.5;
         float halff = 0.5f;
         clmad_tensor *s;
@@ -144,7 +149,8 @@ static clmad_tensor *stage(clmad_context *ctx, int f, clmad_tensor *y, clmad_ten
     case SUM_MUL_SWAPPED: CHECK_OK(ctx, clmad_mul(ctx, w, y, &z)); break;
     case SUM_DIV: CHECK_OK(ctx, clmad_div(ctx, y, w, &z)); break;
     case SUM_SUB_SWAPPED: CHECK_OK(ctx, clmad_sub(ctx, w, y, &z)); break;
-    case SUM_ADD_SCALAR: CHECK_OK(ctx, clmad_add_scalar(ctx, y, 0.5, &z)); break;
+    case SUM_ADD_SCALAR:
+    case DOT_ADD_SCALAR: CHECK_OK(ctx, clmad_add_scalar(ctx, y, 0.5, &z)); break;
     case MEAN_MUL_SCALAR: CHECK_OK(ctx, clmad_mul_scalar(ctx, y, -3.0, &z)); break;
     default: break;
     }
@@ -233,6 +239,9 @@ static void run(clmad_context *ctx, const program *p, results *r)
         switch (p->form) {
         case DOT: CHECK_OK(ctx, clmad_dot(ctx, y, w, &loss)); break;
         case DOT_SWAPPED: CHECK_OK(ctx, clmad_dot(ctx, w, y, &loss)); break;
+        case DOT_ADD_SCALAR:
+        case DOT_USER_SCALAR: CHECK_OK(ctx, clmad_dot(ctx, x, w, &loss)); break;
+        case DOT_EXP_NEG_SWAPPED: CHECK_OK(ctx, clmad_dot(ctx, w, x, &loss)); break;
         case MEAN:
         case MEAN_MUL:
         case MEAN_MUL_SCALAR:
@@ -629,6 +638,10 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
         check_passes(SUM_MUL, 6, 1);
         check_passes(MEAN_SQUARED_ERROR, 6, 1);
         check_passes(SUM_USER, 6, 1); /* w's gradient from the user stage */
+        check_passes(DOT_ADD_SCALAR, 5, 0); /* dot over stages: as over y */
+        check_passes(DOT_EXP_NEG_SWAPPED, 5, 0);
+        check_passes(DOT_USER_SCALAR, 5, 0);
+        check_passes(DOT_EXP_NEG_SWAPPED, 8, 1);
     }
     for (size_t s = 0; s < n; s++)
         for (int form = DOT; form < N_FORMS; form++)
@@ -642,9 +655,9 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
                 check(&p);
             }
     static const int hazard_forms[] = {DOT, SUM, MEAN, SUM_MUL, MEAN_MUL_SCALAR, MEAN_SQUARED_ERROR,
-                                       SUM_USER_USER_MUL};
+                                       SUM_USER_USER_MUL, DOT_EXP_NEG_SWAPPED};
     for (int hazard = READ_Y; hazard <= Z_USED; hazard++)
-        for (int f = 0; f < 7; f++)
+        for (int f = 0; f < 8; f++)
             for (int pol = 0; pol < 2; pol++) {
                 int form = hazard_forms[f];
                 program p = {CLMAD_F32, 3, 33, form, hazard, pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0};
@@ -654,9 +667,10 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
             }
     /* w needing a gradient, where w is a tensor of y's shape */
     static const int w_forms[] = {DOT, DOT_SWAPPED, SUM_MUL, SUM_MUL_SWAPPED, MEAN_MUL, SUM_DIV,
-                                  SUM_SUB_SWAPPED, SUM_ADD_MUL, MEAN_SQUARED_ERROR, SUM_USER, SUM_USER_USER_MUL};
+                                  SUM_SUB_SWAPPED, SUM_ADD_MUL, MEAN_SQUARED_ERROR, SUM_USER, SUM_USER_USER_MUL,
+                                  DOT_ADD_SCALAR, DOT_EXP_NEG_SWAPPED, DOT_USER_SCALAR};
     for (size_t s = 1; s < n && s < 4; s++)
-        for (int f = 0; f < 11; f++)
+        for (int f = 0; f < 14; f++)
             for (int pol = 0; pol < 2; pol++) {
                 program p = {CLMAD_F32, sizes[s][0], sizes[s][1], w_forms[f], NONE,
                              pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 1};
@@ -670,8 +684,9 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
                 check(&p);
         }
     /* f64: a form of each kind (each compiles its own variants) */
-    static const int f64_forms[] = {DOT, MEAN, SUM_MUL_SWAPPED, MEAN_SQUARED_ERROR, SUM_EXP_NEG, SUM_USER_USER_MUL};
-    for (int f = 0; f < 6 && test_device_fp64(); f++) {
+    static const int f64_forms[] = {DOT, MEAN, SUM_MUL_SWAPPED, MEAN_SQUARED_ERROR, SUM_EXP_NEG, SUM_USER_USER_MUL,
+                                    DOT_USER_SCALAR};
+    for (int f = 0; f < 7 && test_device_fp64(); f++) {
         program p = {CLMAD_F64, 7, 33, f64_forms[f], NONE, f % 2 ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, 0};
         check(&p);
     }

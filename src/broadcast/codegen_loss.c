@@ -60,8 +60,9 @@ static void emit_stage_dual(clmad_strbuf *sb, const clmad_variant *v, int i, int
 
 /* The stages z_i = op_i(z_i-1, w_i) (or op_i(w_i, z_i-1), op_i(z_i-1)) from
  * z_0 = y: each a dual whose value goes on and whose partial is kept; the
- * last value is the term. Then the adjoints come down as backward forms
- * them from the sum's: at the last stage its partials times A as its VJP
+ * last value is the term (times clmad_dot's w, which is then its adjoint,
+ * as dot's backward hands it on). Then the adjoints come down as backward
+ * forms them from the sum's: at the last stage its partials times A as its VJP
  * and STORED kernels form them (or taken whole, as its STORE node takes
  * them under an adjoint of 1), at each earlier one its partials times the
  * adjoint that came down. A w_i that needs a gradient gets its own. */
@@ -83,7 +84,16 @@ static void emit_stages(clmad_strbuf *sb, const clmad_variant *v, const char *A)
         }
         clmad__sb_printf(sb, "    clmad__v = clmad__val(clmad__z%d);\n", i);
     }
-    clmad__sb_printf(sb, "    clmad__term = clmad__v;\n    real clmad__ay = %s;\n", A);
+    if (v->loss_weighted) { /* clmad_dot over the chain: its w is the last value's adjoint */
+        clmad__sb_printf(sb, "    const real clmad__wv = clmad__w%d[clmad__e];\n"
+                             "    clmad__term = clmad__v * clmad__wv;\n", CLMAD_LOSS_DOT_WEIGHT);
+        if (v->loss_write_y)
+            clmad__sb_append(sb, "    clmad__y0[clmad__e] = clmad__v;\n");
+        A = "clmad__wv";
+    } else {
+        clmad__sb_append(sb, "    clmad__term = clmad__v;\n");
+    }
+    clmad__sb_printf(sb, "    real clmad__ay = %s;\n", A);
     for (int i = S - 1; i >= 0; i--) {
         const int raw = i == S - 1 && v->loss_stage_raw;
         for (int u = 0; u < v->loss_user_grads; u++)
@@ -117,8 +127,8 @@ static void emit_loss_element(clmad_strbuf *sb, const clmad_variant *v)
         adj = "clmad__ay";
     } else if (v->loss_weighted) {
         /* As clmad_dot_parts: the product rounded, then added. */
-        clmad__sb_append(sb, "    const real clmad__wv = clmad__w0[clmad__e];\n"
-                             "    clmad__term = clmad__y * clmad__wv;\n");
+        clmad__sb_printf(sb, "    const real clmad__wv = clmad__w%d[clmad__e];\n"
+                             "    clmad__term = clmad__y * clmad__wv;\n", CLMAD_LOSS_DOT_WEIGHT);
         if (v->loss_write_y) /* w's gradient is y times the seed: dot.c's backward */
             clmad__sb_append(sb, "    clmad__y0[clmad__e] = clmad__y;\n");
         adj = "clmad__wv";

@@ -211,7 +211,7 @@ static void loss_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, cl
         clmad__bcast_variant_runs(v, plan, loss_run(plan));
     v->loss_raw = form->raw;
     v->loss_stages = form->n_stages;
-    weights[0] = form->w;
+    weights[CLMAD_LOSS_DOT_WEIGHT] = form->w;
     for (int s = 0; s < form->n_stages; s++) {
         const clmad_kernel *g = form->stage_kernel[s];
         for (int j = 0; g && j < g->n_inputs; j++)
@@ -272,7 +272,7 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const 
     uint64_t mask = 0;
     broadcast_node(ctx, y, &mask);
     clmad_variant v;
-    clmad_tensor *weights[CLMAD_MAX_LOSS_STAGES] = {0};
+    clmad_tensor *weights[CLMAD_MAX_LOSS_STAGES + 1] = {0};
     loss_variant(k, &plan, y, form, ranges, &v, weights);
     clmad__scope_pause(ctx); /* the gradients are clmad's until backward hands them on */
     st = extra_outputs(ctx, y, form, g);

@@ -19,7 +19,7 @@ typedef struct clmad_launch_args {
     clmad_tensor **out_tangents;   /* SECOND: n_outputs tangents of the values */
     clmad_tensor **deriv_tangents; /* SECOND: n_outputs * K, the partials' directional derivatives */
     clmad_tensor *sums;            /* LOSS: `parts` partial sums (derivs: the K gradients) */
-    clmad_tensor *const *weights;  /* LOSS: WEIGHT s's tensor (dot's w: 0) */
+    clmad_tensor *const *weights;  /* LOSS: WEIGHT s's tensor (dot's w: CLMAD_LOSS_DOT_WEIGHT) */
     clmad_tensor *const *stage_grads; /* LOSS: STAGE_GRAD s's tensor (values: VALUE 0, y's) */
     clmad_tensor *const *const *stage_inputs; /* LOSS: user stage s's inputs (STAGE_INPUT s j) */
     clmad_tensor *const *user_grads;          /* LOSS: USER_GRAD u's tensor */

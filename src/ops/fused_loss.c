@@ -138,7 +138,7 @@ static int distinct_kernels(clmad_kernel *const *users, int n)
  * keeps the order of the sums eager's. */
 static int user_grads(clmad_context *ctx, clmad_loss_form *form, const clmad_tensor *z, clmad_tensor *y)
 {
-    clmad_tensor *seen[CLMAD_MAX_INPUTS + 2 * CLMAD_MAX_LOSS_STAGES + CLMAD_MAX_USER_GRADS];
+    clmad_tensor *seen[CLMAD_MAX_INPUTS + 2 * CLMAD_MAX_LOSS_STAGES + CLMAD_MAX_USER_GRADS + 1];
     int n_seen = 0, n = 0;
     clmad_kernel *k;
     clmad_tensor *const *in;
@@ -146,6 +146,8 @@ static int user_grads(clmad_context *ctx, clmad_loss_form *form, const clmad_ten
         for (int j = 0; j < k->n_inputs; j++)
             if (clmad__needs_grad(ctx, in[j]))
                 seen[n_seen++] = in[j];
+    if (form->w && clmad__needs_grad(ctx, form->w))
+        seen[n_seen++] = form->w;
     for (int i = 0; i < form->n_stages; i++) {
         if (form->stage_wgrad[i])
             seen[n_seen++] = form->stage_w[i];
@@ -200,14 +202,16 @@ static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_l
     }
     /* as node.c's take_partial: the last stage's adjoint is clmad_sum's seed
      * (and, for its w, w's slot is empty) */
-    form->stage_raw = n && scale == 1.0 && !ctx->tape.retain && clmad__bcast_node_wants_partials(z->node);
+    form->stage_raw = n && !form->w && scale == 1.0 && !ctx->tape.retain &&
+                      clmad__bcast_node_wants_partials(z->node);
     for (int i = 0; i < n; i++)
         form->stage_wgrad[i] = form->stage_w[i] && clmad__needs_grad(ctx, form->stage_w[i]);
     if (n && form->stage_wgrad[n - 1] && form->stage_raw && !*clmad__adjoint_slot(ctx, z->node, 1 - form->stage_y[n - 1]))
         form->stage_wgrad[n - 1] = 2;
     if (!user_grads(ctx, form, z, cur)) {
+        clmad_tensor *w = form->w;
         memset(form, 0, sizeof *form);
-        form->adj = scale;
+        form->w = w, form->adj = scale;
         return 0; /* the loss kernel over z itself, if it may */
     }
     *y = cur;
@@ -222,10 +226,10 @@ clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor
     /* The mean's adjoint: its backward's 1 * scale, rounded to the dtype. */
     clmad_loss_form form = {.w = w, .adj = scale};
     clmad_tensor *over = y; /* the held broadcast the kernel evaluates */
-    int staged = !w && stage_form(ctx, y, scale, &form, &over);
-    clmad_fused_loss *f = NULL;
-    if (staged || clmad__bcast_loss_fusible(ctx, y, w, CLMAD_LOSS_W_GRAD))
-        f = calloc(1, sizeof *f);
+    /* y may be the last of a chain of stages, clmad_dot's w on it as on a plain y */
+    const int fits = clmad__bcast_loss_fusible(ctx, y, w, CLMAD_LOSS_W_GRAD);
+    int staged = fits && stage_form(ctx, y, scale, &form, &over);
+    clmad_fused_loss *f = fits ? calloc(1, sizeof *f) : NULL;
     if (!f)
         return clmad__flush_held(ctx);
     f->n_stages = form.n_stages;

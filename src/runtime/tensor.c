@@ -134,7 +134,7 @@ static clmad_status tensor_alloc(clmad_context *ctx, clmad_dtype dtype, int ndim
 clmad_status clmad_tensor_create(clmad_context *ctx, clmad_dtype dtype, int ndim,
                                  const size_t *shape, const void *host, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_tensor_create");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_tensor_create"); /* writes only its new tensor */
     clmad_tensor *t = NULL;
     clmad_status st = tensor_alloc(ctx, dtype, ndim, shape, &t, out);
     if (st != CLMAD_OK)
@@ -171,7 +171,7 @@ static clmad_status check_integer_value(const clmad_context *ctx, const char *ca
 clmad_status clmad_tensor_fill(clmad_context *ctx, clmad_dtype dtype, int ndim,
                                const size_t *shape, double value, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_tensor_fill");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_tensor_fill");
     clmad_tensor *t = NULL;
     clmad_status st = ctx ? check_integer_value(ctx, "clmad_tensor_fill", dtype, value) : CLMAD_OK;
     if (st == CLMAD_OK)
@@ -190,7 +190,7 @@ clmad_status clmad_tensor_fill(clmad_context *ctx, clmad_dtype dtype, int ndim,
 clmad_status clmad_tensor_zeros(clmad_context *ctx, clmad_dtype dtype, int ndim,
                                 const size_t *shape, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_tensor_zeros");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_tensor_zeros");
     return clmad_tensor_fill(ctx, dtype, ndim, shape, 0.0, out);
 }
 

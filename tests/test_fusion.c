@@ -566,47 +566,82 @@ Test(fusion, signed_zero_ties)
     clmad_context_release(eager);
 }
 
-/* Making a kernel between a broadcast and its loss (a Python function that
- * makes its kernels as it runs) leaves the broadcast held: the loss fuses,
- * bitwise as eager. */
-Test(fusion, kernel_made_before_the_loss)
+/* Calls between a broadcast and its loss that read no tensor leave the
+ * broadcast held, so the loss and a user stage over it still fuse, bitwise
+ * as eager and with as many kernels as with nothing between them: making a
+ * kernel (a Python function that makes its kernels as it runs), making a
+ * tensor (Python's g(y, 0.5) makes its 0-d constant there), setting the
+ * partials policy. Each writing y first would launch its kernel. */
+enum { BETWEEN_NOTHING, BETWEEN_KERNEL, BETWEEN_TENSOR, BETWEEN_POLICY, N_BETWEEN };
+
+static void run_between(clmad_context *ctx, int fusing, int between, float *got, uint64_t *kernels)
+{
+    size_t shape[2] = {3, 11}, row[2] = {1, 11};
+    float half = 0.5f;
+    clmad_kernel *k, *g, *later = NULL;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, SOURCE, "f", 3, 1, &k));
+    CHECK_OK(ctx, clmad_kernel_create(ctx, USER_G, "g", 2, 1, &g));
+    clmad_tensor *a = make(ctx, CLMAD_F32, 2, shape, 0, 1), *b = make(ctx, CLMAD_F32, 2, shape, 1, 1);
+    clmad_tensor *c = make(ctx, CLMAD_F32, 2, row, 2, 0), *w = make(ctx, CLMAD_F32, 2, shape, 3, 0);
+    clmad_tensor *in[3] = {a, b, c}, *s = NULL, *y, *z, *loss, *ga, *gb;
+    if (between != BETWEEN_TENSOR)
+        CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 0, NULL, &half, &s));
+    clmad_stats s0, s1;
+    CHECK_OK(ctx, clmad_context_stats(ctx, &s0));
+    CHECK_OK(ctx, clmad_broadcast(ctx, k, in, &y));
+    if (between == BETWEEN_KERNEL)
+        CHECK_OK(ctx, clmad_kernel_create(ctx, USER_H, "f", 1, 1, &later));
+    if (between == BETWEEN_TENSOR)
+        CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 0, NULL, &half, &s));
+    if (between == BETWEEN_POLICY)
+        CHECK_OK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_RECOMPUTE));
+    clmad_tensor *gin[2] = {y, s};
+    CHECK_OK(ctx, clmad_broadcast(ctx, g, gin, &z));
+    CHECK_OK(ctx, clmad_dot(ctx, z, w, &loss));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    CHECK_OK(ctx, clmad_context_stats(ctx, &s1));
+    cr_assert_eq(s1.fused_losses - s0.fused_losses, fusing ? 1u : 0u, "between %d: fused losses",
+                 between);
+    *kernels = s1.kernels_launched - s0.kernels_launched;
+    CHECK_OK(ctx, clmad_tensor_grad(a, &ga));
+    CHECK_OK(ctx, clmad_tensor_grad(b, &gb));
+    CHECK_OK(ctx, clmad_tensor_read(ga, got, 33 * sizeof(float)));
+    CHECK_OK(ctx, clmad_tensor_read(gb, got + 33, 33 * sizeof(float)));
+    CHECK_OK(ctx, clmad_tensor_read(loss, got + 66, sizeof(float)));
+    CHECK_OK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_AUTO));
+    clmad_tensor *all[] = {a, b, c, w, s, y, z, loss, ga, gb};
+    for (int t = 0; t < 10; t++)
+        clmad_tensor_release(all[t]);
+    clmad_kernel_release(k);
+    clmad_kernel_release(g);
+    clmad_kernel_release(later);
+}
+
+Test(fusion, calls_between_the_broadcast_and_its_loss)
 {
     clmad_options opt = {0};
-    clmad_context *ctxs[2];
-    ctxs[0] = test_context_with(&opt);
+    clmad_context *fused = test_context_with(&opt);
     opt.disable_fusion = 1;
-    ctxs[1] = test_context_with(&opt);
-    float got[2][2 * 33 + 1];
-    for (int i = 0; i < 2; i++) {
-        clmad_context *ctx = ctxs[i];
-        size_t shape[2] = {3, 11}, row[2] = {1, 11};
-        clmad_kernel *k, *later;
-        CHECK_OK(ctx, clmad_kernel_create(ctx, SOURCE, "f", 3, 1, &k));
-        clmad_tensor *a = make(ctx, CLMAD_F32, 2, shape, 0, 1), *b = make(ctx, CLMAD_F32, 2, shape, 1, 1);
-        clmad_tensor *c = make(ctx, CLMAD_F32, 2, row, 2, 0), *in[3] = {a, b, c}, *y, *loss, *ga, *gb;
-        clmad_stats s;
-        CHECK_OK(ctx, clmad_broadcast(ctx, k, in, &y));
-        CHECK_OK(ctx, clmad_kernel_create(ctx, USER_G, "g", 2, 1, &later));
-        CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &loss));
-        CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
-        CHECK_OK(ctx, clmad_context_stats(ctx, &s));
-        cr_assert_eq(s.fused_losses, i == 0 ? 1u : 0u, "fused losses: %llu", (unsigned long long)s.fused_losses);
-        CHECK_OK(ctx, clmad_tensor_grad(a, &ga));
-        CHECK_OK(ctx, clmad_tensor_grad(b, &gb));
-        CHECK_OK(ctx, clmad_tensor_read(ga, got[i], 33 * sizeof(float)));
-        CHECK_OK(ctx, clmad_tensor_read(gb, got[i] + 33, 33 * sizeof(float)));
-        CHECK_OK(ctx, clmad_tensor_read(loss, got[i] + 66, sizeof(float)));
-        clmad_tensor *all[] = {a, b, c, y, loss, ga, gb};
-        for (int t = 0; t < 7; t++)
-            clmad_tensor_release(all[t]);
-        clmad_kernel_release(k);
-        clmad_kernel_release(later);
-        clmad_context_release(ctx);
+    clmad_context *eager = test_context_with(&opt);
+    const double ulps = test_programs_round_alike() ? 0 : 4 * TEST_PROGRAM_ULPS;
+    uint64_t plain = 0;
+    for (int between = BETWEEN_NOTHING; between < N_BETWEEN; between++) {
+        float on_[67], off_[67];
+        uint64_t k_on, k_off;
+        run_between(fused, 1, between, on_, &k_on);
+        run_between(eager, 0, between, off_, &k_off);
+        for (int e = 0; e < 67; e++)
+            cr_assert(test_elements_equal(&on_[e], &off_[e], 4, ulps), "between %d: element %d: fused %g, eager %g",
+                      between, e, on_[e], off_[e]);
+        if (between == BETWEEN_NOTHING)
+            plain = k_on;
+        cr_assert(k_on < k_off, "between %d: fused %llu kernels, eager %llu", between, (unsigned long long)k_on,
+                  (unsigned long long)k_off);
+        cr_assert_eq(k_on, plain, "between %d: %llu kernels, %llu with nothing between", between,
+                     (unsigned long long)k_on, (unsigned long long)plain);
     }
-    const double ulps = test_programs_round_alike() ? 0 : TEST_PROGRAM_ULPS;
-    for (int e = 0; e < 67; e++)
-        cr_assert(test_elements_equal(&got[0][e], &got[1][e], 4, ulps), "element %d: fused %g, eager %g", e,
-                  got[0][e], got[1][e]);
+    clmad_context_release(fused);
+    clmad_context_release(eager);
 }
 
 Test(fusion, bitwise_equal_to_eager, .timeout = 900)

@@ -39,9 +39,9 @@
  * structures meet them all; the fixed seed reaches every feature of the
  * list in cover(), which is checked.
  *
- * The partials policy is set only where it changes: setting it, as most
- * calls do, runs the held work, and values held as a loss's stages (the
- * builtins', the user kernels') would be written first.
+ * The partials policy is set before every step: setting it keeps held work
+ * held (each node keeps the policy it was recorded under), so the values
+ * held as a loss's stages (the builtins', the user kernels') still fuse.
  *
  * Through clmad_stats: fusion off never fuses; a seed tensor or a loss
  * used further never takes the loss kernel's gradients; a plain program
@@ -640,14 +640,9 @@ static void run_step(clmad_context *ctx, clmad_kernel **kernels, const step *st,
     int n = st->kind == USER ? K_IN[st->kernel] : st->kind == BINARY ? 2 : 1;
     for (int j = 0; j < n; j++)
         in[j] = operand(leaves, vals, st->in[j]);
-    /* Only when it changes: like most calls, setting it runs the held work
-     * (values held for a loss's stages would be written). */
-    static const clmad_context *policy_ctx;
-    static int policy = -1;
-    if (ctx != policy_ctx || st->policy != policy) {
-        CHECK_OK(ctx, clmad_set_partials_policy(ctx, (clmad_partials_policy)st->policy));
-        policy_ctx = ctx, policy = st->policy;
-    }
+    /* Before every step: setting it keeps the held work held (a node keeps
+     * the policy it was recorded under), so the chain still fuses. */
+    CHECK_OK(ctx, clmad_set_partials_policy(ctx, (clmad_partials_policy)st->policy));
     switch (st->kind) {
     case USER: CHECK_OK(ctx, clmad_broadcast(ctx, kernels[st->kernel], in, out)); break;
     case BINARY: CHECK_OK(ctx, BINARY_FN[st->op](ctx, in[0], in[1], out)); break;

@@ -53,7 +53,8 @@ void clmad__guard_forget(const clmad_context *ctx);
  * clmad_mul, clmad_broadcast, clmad_backward, clmad_tensor_read) and for
  * those that read no tensor (clmad_kernel_create, and clmad_tensor_create,
  * clmad_tensor_fill and clmad_tensor_zeros, which write only their new
- * tensor: a scalar made for a user stage, g(y, 0.5) in Python, keeps y held);
+ * tensor: a scalar made for a user stage, g(y, 0.5) in Python, keeps y held;
+ * and clmad_set_partials_policy, whose setting the held nodes do not read);
  * CLMAD_GUARD_WAIT runs none
  * (releases drop held work, they never need it). */
 enum { CLMAD_GUARD_REFUSE = 0, CLMAD_GUARD_WAITS = 1, CLMAD_GUARD_KEEPS_HELD = 2 };

@@ -24,7 +24,8 @@ clmad_status clmad_set_grad_enabled(clmad_context *ctx, int on)
 
 clmad_status clmad_set_partials_policy(clmad_context *ctx, clmad_partials_policy policy)
 {
-    CLMAD_GUARD(ctx, "clmad_set_partials_policy");
+    /* Held work stays held: each node keeps the policy it was recorded under. */
+    CLMAD_GUARD_HOLDING(ctx, "clmad_set_partials_policy");
     return clmad__set_param(ctx, "clmad_set_partials_policy", CLMAD_PARAM_PARTIALS_POLICY, (int64_t)policy);
 }
 

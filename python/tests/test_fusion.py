@@ -4,7 +4,8 @@
 (ctx.stats()["fused_losses"]), and its loss and gradients are those of fusion
 off, bit for bit (docs/fusion.md). So does a second kernel after the first
 (g(f, w).sum(), g's function also named f): a user stage of the same loss
-kernel, which launches no more kernels than (f * w).sum()."""
+kernel, which launches no more kernels than (f * w).sum(), as do g(f, 0.5).sum()
+and clmad.dot((-f).exp(), w)."""
 import numpy as np
 import pytest
 
@@ -21,6 +22,9 @@ LOSSES = {
     "mean((f - w) ** 2)": lambda y, w, g: ((y - w) ** 2).mean(),
     "sum(exp(-f))": lambda y, w, g: (-y).exp().sum(),
     "sum(g(f, w))": lambda y, w, g: g(y, w).sum(),
+    # a constant: its 0-d tensor is made between f and g, which keeps f held
+    "sum(g(f, 0.5))": lambda y, w, g: g(y, 0.5).sum(),
+    "dot(exp(-f), w)": lambda y, w, g: clmad.dot((-y).exp(), w),
 }
 
 
@@ -48,8 +52,11 @@ def test_natural_loss_is_fused_and_bitwise_eager(rng, name, w_grad):
     loss_on, grads_on, fused_on, kernels_on = run(True, LOSSES[name], a, b, w, w_grad)
     loss_off, grads_off, fused_off, _ = run(False, LOSSES[name], a, b, w, w_grad)
     assert fused_on == 1 and fused_off == 0
-    if name == "sum(g(f, w))":  # g is a stage: the kernels of (f * w).sum()
-        assert kernels_on == run(True, LOSSES["sum(f * w)"], a, b, w, w_grad)[3]
+    if name in ("sum(g(f, w))", "sum(g(f, 0.5))"):  # g is a stage: the kernels of (f * w).sum()
+        constant = name == "sum(g(f, 0.5))"  # and the fill of 0.5's 0-d tensor, made in the step
+        assert kernels_on == run(True, LOSSES["sum(f * w)"], a, b, w, w_grad)[3] + constant
+    if name == "dot(exp(-f), w)":  # the stages fused: the kernels of clmad.dot(f, w)
+        assert kernels_on == run(True, lambda y, w, g: clmad.dot(y, w), a, b, w, w_grad)[3]
     assert loss_on.tobytes() == loss_off.tobytes()
     for g_on, g_off in zip(grads_on, grads_off):
         assert (g_on is None) == (g_off is None)

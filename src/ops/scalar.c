@@ -8,7 +8,7 @@
 
 clmad_status clmad_tensor_scalar(clmad_context *ctx, clmad_dtype dtype, double value, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_tensor_scalar");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_tensor_scalar"); /* as clmad_tensor_fill: reads no tensor */
     return clmad_tensor_fill(ctx, dtype, 0, NULL, value, out);
 }
 

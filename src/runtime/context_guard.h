@@ -52,7 +52,7 @@ void clmad__guard_forget(const clmad_context *ctx);
  * themselves (they fuse them or run what they read: clmad_dot, clmad_sum,
  * clmad_mul, clmad_broadcast, clmad_backward, clmad_tensor_read) and for
  * those that read no tensor (clmad_kernel_create, and clmad_tensor_create,
- * clmad_tensor_fill and clmad_tensor_zeros, which write only their new
+ * clmad_tensor_fill, clmad_tensor_zeros and clmad_tensor_scalar, which write only their new
  * tensor: a scalar made for a user stage, g(y, 0.5) in Python, keeps y held;
  * and clmad_set_partials_policy, whose setting the held nodes do not read);
  * CLMAD_GUARD_WAIT runs none

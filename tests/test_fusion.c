@@ -16,7 +16,12 @@
  * 2^20, a broadcast (row) input, and the hazards that must force the held
  * work or fall back: reading y, a user seed, a retained tape run twice,
  * gradients already present, y feeding another op, y released early, the
- * loss used further, the stage's output used by another op. A loss kernel
+ * loss used further, the stage's output used by another op; and the loss
+ * plus another (an add hands clmad_backward's seed on): the loss kernel's
+ * gradients are used when no node still to run reads the chain or its
+ * inputs that take gradients (sum(c * c), 0.5 sum(a * a) run first), and
+ * not otherwise (sum(y * y); 0.5 sum(g(y, w)) with g before the loss).
+ * A loss kernel
  * that fails to build (injected) leaves eager's results, and is not tried
  * again. The fused runs' kernel and pass counts are checked
  * through clmad_stats.
@@ -51,7 +56,12 @@ enum form {
     /* clmad_dot over stages: */
     DOT_ADD_SCALAR, DOT_EXP_NEG_SWAPPED, DOT_USER_SCALAR, N_FORMS
 };
-enum hazard { NONE, READ_Y, READ_Y_FIRST, SEED, RETAIN, GRAD_PRESENT, Y_USED_TWICE, RELEASE_Y, LOSS_USED, Z_USED };
+enum hazard {
+    NONE, READ_Y, READ_Y_FIRST, SEED, RETAIN, GRAD_PRESENT, Y_USED_TWICE, RELEASE_Y, LOSS_USED, Z_USED,
+    /* the loss plus another: sum(c * c) (no gradient), 0.5 * sum(a * a) (a an input of y), sum(y * y),
+     * 0.5 * sum(g(y, w)) (g recorded before the loss) */
+    PLUS_CONSTANT, PLUS_A, PLUS_Y, PLUS_STAGE, LAST_HAZARD = PLUS_STAGE
+};
 static const char *FORMS[] = {"dot(y, w)", "dot(w, y)", "sum(y)", "sum(y, keepdims)", "mean(y)", "sum(y * w)",
                               "sum(w * y)", "mean(y * w)", "sum(y / w)", "sum(w - y)", "sum(y + 0.5)",
                               "mean(y * -3)", "sum((y + 0.5) * w)", "mean((y - w) ^ 2)", "sum(exp(-y))",
@@ -88,7 +98,8 @@ static void user(clmad_context *ctx, clmad_kernel *k, clmad_tensor **inputs, clm
     CHECK_OK(ctx, clmad_broadcast(ctx, k, inputs, out));
 }
 static const char *HAZARDS[] = {"none", "read y", "read y first", "seed", "retain", "grad present",
-                                "y used twice", "release y", "loss used", "z used"};
+                                "y used twice", "release y", "loss used", "z used", "loss + sum(c * c)",
+                                "loss + 0.5 sum(a * a)", "loss + sum(y * y)", "loss + 0.5 sum(g(y, w))"};
 
 /* z = the stage (or chain of them) of form f over y (NULL: none); the
  * chain's intermediates are released at once (the tape keeps them). */
@@ -235,6 +246,11 @@ static void run(clmad_context *ctx, const program *p, results *r)
             keep(ctx, r, y);
         int axes_all = 0;
         z = stage(ctx, p->form, y, w);
+        clmad_tensor *side = NULL; /* PLUS_STAGE: another user of y, on the tape before the loss */
+        if (p->hazard == PLUS_STAGE) {
+            clmad_tensor *gin[2] = {y, w};
+            user(ctx, kernel_g, gin, &side);
+        }
         clmad_tensor *x = z ? z : y;
         switch (p->form) {
         case DOT: CHECK_OK(ctx, clmad_dot(ctx, y, w, &loss)); break;
@@ -264,6 +280,27 @@ static void run(clmad_context *ctx, const program *p, results *r)
         clmad_tensor *target = loss, *seed = NULL;
         if (p->hazard == LOSS_USED)
             CHECK_OK(ctx, clmad_exp(ctx, loss, &target));
+        if (p->hazard >= PLUS_CONSTANT) {
+            /* An add hands the seed on: the loss kernel's gradients are used
+             * when no node still to run reads y, z, a or b (PLUS_CONSTANT;
+             * PLUS_A's product runs before the loss's backward, but a's
+             * slot is then taken, which a raw partial needs empty), not when
+             * y gets another adjoint first (PLUS_Y) or later (PLUS_STAGE:
+             * then they would be added apart, not as eager adds them). */
+            clmad_tensor *of = p->hazard == PLUS_CONSTANT ? c : p->hazard == PLUS_A ? a : y, *sq = NULL, *r, *half;
+            if (p->hazard == PLUS_STAGE)
+                CHECK_OK(ctx, clmad_sum(ctx, side, 0, NULL, 0, &r));
+            else
+                CHECK_OK(ctx, clmad_mul(ctx, of, of, &sq));
+            if (sq)
+                CHECK_OK(ctx, clmad_sum(ctx, sq, 0, NULL, 0, &r));
+            CHECK_OK(ctx, clmad_mul_scalar(ctx, r, 0.5, &half));
+            const int halved = p->hazard == PLUS_A || p->hazard == PLUS_STAGE;
+            CHECK_OK(ctx, clmad_add(ctx, loss, halved ? half : r, &target));
+            clmad_tensor *done[] = {sq, r, half, side};
+            for (int i = 0; i < 4; i++)
+                clmad_tensor_release(done[i]);
+        }
         if (p->hazard == SEED) {
             size_t one = 1;
             CHECK_OK(ctx, clmad_tensor_fill(ctx, p->dtype, clmad_tensor_ndim(loss), &one, 1.0, &seed));
@@ -350,9 +387,13 @@ static void check(const program *p)
         cr_assert_eq(fused.stats.fused_losses, 1, "%sno fused loss", test_case());
         cr_assert_eq(fused.stats.fusion_fallbacks, 0, "%sa fallback", test_case());
     }
-    if (p->hazard == SEED || p->hazard == LOSS_USED)
+    if (p->hazard == SEED || p->hazard == LOSS_USED || p->hazard == PLUS_Y || p->hazard == PLUS_STAGE)
         cr_assert_eq(fused.stats.fusion_fallbacks, fused.stats.fused_losses, "%sa fused gradient was used",
                      test_case());
+    if (p->hazard == PLUS_CONSTANT && p->rows * p->cols > 1) {
+        cr_assert_eq(fused.stats.fused_losses, 1, "%sno fused loss", test_case());
+        cr_assert_eq(fused.stats.fusion_fallbacks, 0, "%sa fallback", test_case());
+    }
     if (p->hazard == READ_Y_FIRST && p->form < SUM_MUL)
         cr_assert_eq(fused.stats.fused_losses, 0, "%sfused a written y", test_case());
     free(fused.bytes);
@@ -691,13 +732,13 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
             }
     static const int hazard_forms[] = {DOT, SUM, MEAN, SUM_MUL, MEAN_MUL_SCALAR, MEAN_SQUARED_ERROR,
                                        SUM_USER_USER_MUL, DOT_EXP_NEG_SWAPPED};
-    for (int hazard = READ_Y; hazard <= Z_USED; hazard++)
+    for (int hazard = READ_Y; hazard <= LAST_HAZARD; hazard++)
         for (int f = 0; f < 8; f++)
             for (int pol = 0; pol < 2; pol++) {
                 int form = hazard_forms[f];
                 program p = {CLMAD_F32, 3, 33, form, hazard, pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0};
-                if (hazard == Z_USED && form < SUM_MUL)
-                    continue; /* no stage */
+                if ((hazard == Z_USED && form < SUM_MUL) || (hazard == PLUS_STAGE && form >= SUM_MUL))
+                    continue; /* no stage; PLUS_STAGE's g over y would end a chain's fusion */
                 check(&p);
             }
     /* w needing a gradient, where w is a tensor of y's shape */
@@ -711,11 +752,11 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
                              pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 1};
                 check(&p);
             }
-    for (int hazard = READ_Y; hazard <= Z_USED; hazard++)
+    for (int hazard = READ_Y; hazard <= LAST_HAZARD; hazard++)
         for (int f = 0; f < 3; f++) {
             program p = {CLMAD_F32, 3, 33, f == 0 ? DOT : f == 1 ? SUM_MUL : MEAN_SQUARED_ERROR, hazard,
                          hazard % 2 ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 1};
-            if (hazard != Z_USED || p.form != DOT)
+            if ((hazard != Z_USED || p.form != DOT) && (hazard != PLUS_STAGE || p.form == DOT))
                 check(&p);
         }
     /* f64: a form of each kind (each compiles its own variants) */

@@ -121,6 +121,24 @@ static int take_partial(clmad_context *ctx, clmad_node *node, bcast_data *d, con
     return 1;
 }
 
+/* Input j's partial is exactly 1 (k->identity_inputs) and it has the
+ * output's shape: its gradient is the output's adjoint as it is
+ * (adjoint_times(a, 1) is a, bitwise; the same elements in the same order),
+ * handed on lazily with no kernel. A
+ * loss under a builtin add then keeps clmad_backward's seed as its adjoint,
+ * and may use its fused gradients (ops/fused_loss.c). */
+static int hands_on(const clmad_node *node, const bcast_data *d, const clmad_bcast_plan *plan, int j)
+{
+    const clmad_tensor *x = node->inputs[j], *a = node->out_adj[0];
+    if (node->n_outputs != 1 || !a || !is_active(d, j) || !((d->k->identity_inputs >> j) & 1u) ||
+        x->numel != plan->numel || (a->numel != 1 && a->numel != x->numel))
+        return 0;
+    for (int i = 0; i < node->n_inputs; i++)
+        if (i != j && is_active(d, i) && node->inputs[i] == x)
+            return 0; /* add(x, x): x's gradient is the sum of two */
+    return 1;
+}
+
 /* Both policies' backward: per chunk of at most the chunk cap of active
  * inputs, ONE kernel reads each output adjoint once (lazy ones as they are:
  * one value, or times a scale) and writes or accumulates every gradient of
@@ -133,8 +151,11 @@ static clmad_status chunked_backward(clmad_context *ctx, clmad_node *node, bcast
     int n_in = node->n_inputs, n_out = node->n_outputs;
     int act[CLMAD_MAX_INPUTS], n_act = 0;
     for (int j = 0; j < n_in; j++)
-        if (is_active(d, j) && clmad__adjoint_slot(ctx, node, j) && !take_partial(ctx, node, d, plan, j))
+        if (is_active(d, j) && clmad__adjoint_slot(ctx, node, j) && !hands_on(node, d, plan, j) &&
+            !take_partial(ctx, node, d, plan, j))
             act[n_act++] = j;
+    if (n_act == 0)
+        return CLMAD_OK;
     unsigned mask = 0, scalar = 0, scaled = 0;
     int n_adj = 0;
     for (int o = 0; o < n_out; o++)
@@ -189,14 +210,20 @@ static clmad_status bcast_backward(clmad_context *ctx, clmad_node *node)
 {
     bcast_data *d = node->data;
     clmad_bcast_plan plan;
-    /* Recomputing reads the inputs: a fused stage's may still be held
-     * (its loss fell back: ops/fused_loss.c). */
-    clmad_status st = d->stored ? CLMAD_OK : clmad__tensors_ready(node->inputs, node->n_inputs);
-    if (st == CLMAD_OK)
-        st = clmad__plan_broadcast(ctx, node->name, node->inputs, node->n_inputs, &plan);
+    clmad_status st = clmad__plan_broadcast(ctx, node->name, node->inputs, node->n_inputs, &plan);
     if (st != CLMAD_OK || plan.numel == 0)
         return st;
-    return chunked_backward(ctx, node, d, &plan);
+    int rest = 0; /* inputs left for a kernel */
+    for (int j = 0; j < node->n_inputs && st == CLMAD_OK; j++)
+        if (hands_on(node, d, &plan, j))
+            st = clmad__give_adjoint(ctx, node, j, node->out_adj[0], node->out_adj_scale[0]);
+        else
+            rest |= is_active(d, j);
+    /* Recomputing reads the inputs: a fused stage's may still be held
+     * (its loss fell back: ops/fused_loss.c). */
+    if (st == CLMAD_OK && rest && !d->stored)
+        st = clmad__tensors_ready(node->inputs, node->n_inputs);
+    return st == CLMAD_OK && rest ? chunked_backward(ctx, node, d, &plan) : st;
 }
 
 static int choose_store(const clmad_context *ctx, const clmad_bcast_plan *plan, int n_active,

@@ -117,6 +117,7 @@ static clmad_status builtin(clmad_context *ctx, clmad_builtin_id id, clmad_tenso
                                               1, k);
         if (st != CLMAD_OK)
             return st;
+        (*k)->identity_inputs = id == CLMAD_BUILTIN_ADD ? 3u : id == CLMAD_BUILTIN_SUB ? 1u : 0u;
     }
     return clmad_broadcast(ctx, *k, inputs, out);
 }

@@ -261,7 +261,8 @@ clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor
 
 /* The loss kernel's gradients are backward's: its adjoint is clmad_backward's
  * ones (then nothing else reaches y: every path from the loss to y goes
- * through this node), nothing else reached the stages either, and what raw
+ * through this node; handed on through an add, when nothing else reads the
+ * chain: clmad__fused_sole_path), nothing else reached the stages either, and what raw
  * and stage_raw took for granted still holds. *y: the broadcast under the
  * stages, from the loss's input z; stages[i]: stage i's node. */
 static int grads_usable(clmad_context *ctx, clmad_node *node, clmad_tensor *z, const clmad_fused_loss *f,
@@ -285,7 +286,8 @@ static int grads_usable(clmad_context *ctx, clmad_node *node, clmad_tensor *z, c
     }
     *y = z;
     if (!clmad__adjoint_is_seed(ctx, node, 0) || !clmad__needs_grad(ctx, z) || z->node->out_adj[z->out_index] ||
-        (f->stage_raw && ctx->tape.retain))
+        (f->stage_raw && ctx->tape.retain) ||
+        (node->out_adj_lazy[0] && !clmad__fused_sole_path(ctx, node, stages, f->n_stages, z->node)))
         return 0;
     for (int s = 0; f->raw && s < f->g.n; s++) {
         clmad_tensor **slot = clmad__adjoint_slot(ctx, z->node, f->g.input[s]);

@@ -31,6 +31,15 @@ clmad_status clmad__fused_loss_backward(clmad_context *ctx, clmad_node *node, in
 
 void clmad__fused_loss_free(clmad_fused_loss *fused);
 
+/* 1 if nothing but the chain from the loss node down through the stages'
+ * nodes (stages[0] the lowest) to the broadcast's node `head` reads the
+ * chain's tensors or the tensors the loss kernel writes gradients for: no
+ * other node on the tape takes any of them (tape_refs). A loss under a
+ * builtin add keeps clmad_backward's seed as its adjoint (broadcast/node.c)
+ * without being the root; then only this makes its gradients eager's. */
+int clmad__fused_sole_path(clmad_context *ctx, const clmad_node *loss, clmad_node *const *stages, int n_stages,
+                           const clmad_node *head);
+
 /* An op's free_data for node data that begins with a clmad_fused_loss *
  * (sum_data, dot_data): frees that, then the data. */
 void clmad__free_fused_data(clmad_node *node);

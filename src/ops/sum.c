@@ -20,6 +20,8 @@ static clmad_status sum_backward(clmad_context *ctx, clmad_node *node)
     sum_data *d = node->data;
     int done = 0;
     clmad_status fused = clmad__fused_loss_backward(ctx, node, 0, d->fused, &done);
+    if (fused == CLMAD_OK && !done)
+        fused = clmad__materialize_adjoint(ctx, node, 0); /* a fused node takes lazy adjoints */
     if (fused != CLMAD_OK || done)
         return fused;
     clmad_tensor *x = node->inputs[0], *adj = node->out_adj[0], *g = NULL;
@@ -113,7 +115,11 @@ static clmad_status reduce_op(clmad_context *ctx, const clmad_op *op, clmad_tens
         clmad__free_fused_data(&(clmad_node){.data = d});
         return st;
     }
-    return clmad__finish_op(ctx, op, &x, 1, y, d, st, out);
+    const int fused = d->fused != NULL;
+    st = clmad__finish_op(ctx, op, &x, 1, y, d, st, out);
+    if (st == CLMAD_OK && fused && (*out)->node)
+        (*out)->node->lazy_adjoints = 1; /* a seed handed on stays the seed (fused_loss.c) */
+    return st;
 }
 
 clmad_status clmad_sum(clmad_context *ctx, clmad_tensor *x, int naxes, const int *axes, int keepdims,

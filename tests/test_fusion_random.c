@@ -28,7 +28,8 @@
  * of six draws in ten; and hazards: a retained tape run twice, the program
  * run twice (gradients present), a value read before or after the loss,
  * used by another op, released before backward (by hand, or by the end of
- * a scope around the forward), the loss used further.
+ * a scope around the forward), the loss used further, the loss plus the sum
+ * of a leaf's or a value's squares (an add hands backward's seed on to it).
  *
  * Each structure (the steps, the operands' kinds, dtype, rank, policy, cap)
  * runs in 6 draws: other sizes in its layout (7 to 55 elements; 65537 or
@@ -194,6 +195,7 @@ typedef struct program {
     double seed_value;
     uint64_t seed_seed;
     int retain, twice, read_first, read_after, use_twice, loss_used;
+    int loss_plus; /* backward from loss + sum(v * v) (an add hands the seed on): 1 a leaf's v, 2 a value's */
     int release_early; /* the values released before backward: 1 by hand, 2 by a scope's end */
     int read_at, use_at; /* steps whose values are read or used */
     char desc[768];
@@ -485,6 +487,10 @@ static void describe(program *p)
     PUT("%s%s%s%s%s%s%s", p->retain ? " retain" : "", p->twice ? " twice" : "",
         p->read_first ? " read-first" : "", p->read_after ? " read-after" : "", p->use_twice ? " use-twice" : "",
         p->release_early == 1 ? " release-early" : p->release_early ? " scope" : "", p->loss_used ? " loss-used" : "");
+    if (p->loss_plus) { /* a value released early: the leaf */
+        const int leaf = p->loss_plus == 1 || p->release_early;
+        PUT(" plus sum(%s%d^2)", leaf ? "x" : "v", leaf ? p->use_at % p->n_leaves : p->use_at);
+    }
     if (p->read_first || p->read_after)
         PUT(" (read v%d)", p->read_at);
     if (p->use_twice)
@@ -531,6 +537,8 @@ static void make_draw(program *p, uint64_t *rng, int small)
     static const double SEEDS[] = {0.5, -2, 0.0, -0.0, 3};
     p->seed_value = SEEDS[bs_int(rng, 0, 4)];
     p->seed_seed = bs_next(rng);
+    /* from the seed's bits, not the stream: the other draws stay as they were */
+    p->loss_plus = (p->seed_seed >> 17) % 6 == 0 ? 1 + (int)((p->seed_seed >> 23) % 2) : 0;
     describe(p);
 }
 
@@ -722,6 +730,18 @@ static void run(clmad_context *ctx, clmad_kernel **kernels, const program *p, re
         clmad_tensor *target = loss;
         if (p->loss_used)
             CHECK_OK(ctx, clmad_mul_scalar(ctx, loss, -0.5, &target));
+        if (p->loss_plus) {
+            clmad_tensor *v = p->loss_plus == 2 && vals[p->use_at] ? vals[p->use_at] : leaves[p->use_at % p->n_leaves];
+            clmad_tensor *sq, *r, *total;
+            CHECK_OK(ctx, clmad_mul(ctx, v, v, &sq));
+            CHECK_OK(ctx, clmad_sum(ctx, sq, 0, NULL, 0, &r));
+            CHECK_OK(ctx, clmad_add(ctx, target, r, &total));
+            if (target != loss)
+                clmad_tensor_release(target);
+            target = total;
+            clmad_tensor_release(sq);
+            clmad_tensor_release(r);
+        }
         clmad_tensor *seed = make_seed(ctx, p, target);
         CHECK_OK(ctx, clmad_backward(ctx, target, seed));
         if (p->retain)
@@ -819,7 +839,7 @@ static int plain(const program *p)
 {
     const step *last = &p->steps[p->n_steps - 1];
     if (y_numel(p) <= 1 || p->seed_kind != SEED_NULL || p->retain || p->twice || p->read_first ||
-        p->read_after || p->use_twice || p->loss_used)
+        p->read_after || p->use_twice || p->loss_used || p->loss_plus)
         return 0;
     int n = last->kind == USER ? K_IN[last->kernel] : last->kind == BINARY ? 2 : 1, active = 0;
     for (int j = 0; j < n; j++) {
@@ -904,6 +924,7 @@ static void check(const program *p, tally *t)
     X(F_READ_FIRST, "a value read before the loss") X(F_READ_AFTER, "a value read after it")                       \
     X(F_USE_TWICE, "a value used again") X(F_RELEASE, "values released before backward")                           \
     X(F_SCOPE, "values dropped by a scope's end") X(F_LOSS_USED, "the loss used further")                          \
+    X(F_LOSS_PLUS, "the loss plus another")                                                                         \
     X(F_SPARSE, "sparse special values") X(F_DENSE, "dense special values") X(F_ZEROS, "zeros of both signs")
 #define FEATURE_ENUM(id, name) id,
 #define FEATURE_NAME(id, name) name,
@@ -993,6 +1014,7 @@ static void cover(const program *p, unsigned char *seen)
     seen[F_RELEASE] |= p->release_early == 1;
     seen[F_SCOPE] |= p->release_early == 2;
     seen[F_LOSS_USED] |= p->loss_used;
+    seen[F_LOSS_PLUS] |= p->loss_plus != 0;
 }
 
 /* Structures, each run with DRAWS draws (other sizes, values, seeds and

@@ -12,7 +12,7 @@
  * kernels as stages: g(y, w), g(y, 0.5) with a 0-d constant, h(g(y, w)) * w
  * with h's function named f as the broadcast's is and a macro of its own,
  * g(g(y, w), w), which takes one kernel once; clmad_dot over stages: y + 0.5, exp(-y)
- * (w first), g(y, 0.5)), both partials policies, f32 and f64, sizes 1 to
+ * (w first), g(y, 0.5); clmad_dot(y, y) and dot(exp(-y), exp(-y))), both partials policies, f32 and f64, sizes 1 to
  * 2^20, a broadcast (row) input, and the hazards that must force the held
  * work or fall back: reading y, a user seed, a retained tape run twice,
  * gradients already present, y feeding another op, y released early, the
@@ -54,7 +54,9 @@ enum form {
     /* user kernels as stages (USER_G, USER_H): */
     SUM_USER, MEAN_USER_SCALAR, SUM_USER_USER_MUL, SUM_USER_TWICE,
     /* clmad_dot over stages: */
-    DOT_ADD_SCALAR, DOT_EXP_NEG_SWAPPED, DOT_USER_SCALAR, N_FORMS
+    DOT_ADD_SCALAR, DOT_EXP_NEG_SWAPPED, DOT_USER_SCALAR,
+    /* clmad_dot(y, y), and over stages: */
+    DOT_SELF, DOT_SELF_EXP_NEG, N_FORMS
 };
 enum hazard {
     NONE, READ_Y, READ_Y_FIRST, SEED, RETAIN, GRAD_PRESENT, Y_USED_TWICE, RELEASE_Y, LOSS_USED, Z_USED,
@@ -66,7 +68,8 @@ static const char *FORMS[] = {"dot(y, w)", "dot(w, y)", "sum(y)", "sum(y, keepdi
                               "sum(w * y)", "mean(y * w)", "sum(y / w)", "sum(w - y)", "sum(y + 0.5)",
                               "mean(y * -3)", "sum((y + 0.5) * w)", "mean((y - w) ^ 2)", "sum(exp(-y))",
                               "sum(-(-(-(-(-y)))))", "sum(g(y, w))", "mean(g(y, 0.5))", "sum(h(g(y, w)) * w)",
-                              "sum(g(g(y, w), w))", "dot(y + 0.5, w)", "dot(w, exp(-y))", "dot(g(y, 0.5), w)"};
+                              "sum(g(g(y, w), w))", "dot(y + 0.5, w)", "dot(w, exp(-y))", "dot(g(y, 0.5), w)",
+                              "dot(y, y)", "dot(exp(-y), exp(-y))"};
 
 /* User kernels over y, as stages: a branch on the other operand, and a
  * data-dependent loop (in plain syntax) in a function named as the
@@ -117,6 +120,7 @@ static clmad_tensor *stage(clmad_context *ctx, int f, clmad_tensor *y, clmad_ten
         break;
     case SUM_EXP_NEG:
     case DOT_EXP_NEG_SWAPPED:
+    case DOT_SELF_EXP_NEG:
         CHECK_OK(ctx, clmad_neg(ctx, y, &t));
         CHECK_OK(ctx, clmad_exp(ctx, t, &z));
         break;
@@ -258,6 +262,8 @@ static void run(clmad_context *ctx, const program *p, results *r)
         case DOT_ADD_SCALAR:
         case DOT_USER_SCALAR: CHECK_OK(ctx, clmad_dot(ctx, x, w, &loss)); break;
         case DOT_EXP_NEG_SWAPPED: CHECK_OK(ctx, clmad_dot(ctx, w, x, &loss)); break;
+        case DOT_SELF:
+        case DOT_SELF_EXP_NEG: CHECK_OK(ctx, clmad_dot(ctx, x, x, &loss)); break;
         case MEAN:
         case MEAN_MUL:
         case MEAN_MUL_SCALAR:
@@ -718,6 +724,8 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
         check_passes(DOT_EXP_NEG_SWAPPED, 5, 0);
         check_passes(DOT_USER_SCALAR, 5, 0);
         check_passes(DOT_EXP_NEG_SWAPPED, 8, 1);
+        check_passes(DOT_SELF, 4, 0); /* no w to read */
+        check_passes(DOT_SELF_EXP_NEG, 4, 0);
     }
     for (size_t s = 0; s < n; s++)
         for (int form = DOT; form < N_FORMS; form++)
@@ -731,9 +739,9 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
                 check(&p);
             }
     static const int hazard_forms[] = {DOT, SUM, MEAN, SUM_MUL, MEAN_MUL_SCALAR, MEAN_SQUARED_ERROR,
-                                       SUM_USER_USER_MUL, DOT_EXP_NEG_SWAPPED};
+                                       SUM_USER_USER_MUL, DOT_EXP_NEG_SWAPPED, DOT_SELF};
     for (int hazard = READ_Y; hazard <= LAST_HAZARD; hazard++)
-        for (int f = 0; f < 8; f++)
+        for (int f = 0; f < 9; f++)
             for (int pol = 0; pol < 2; pol++) {
                 int form = hazard_forms[f];
                 program p = {CLMAD_F32, 3, 33, form, hazard, pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0};
@@ -761,8 +769,8 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
         }
     /* f64: a form of each kind (each compiles its own variants) */
     static const int f64_forms[] = {DOT, MEAN, SUM_MUL_SWAPPED, MEAN_SQUARED_ERROR, SUM_EXP_NEG, SUM_USER_USER_MUL,
-                                    DOT_USER_SCALAR};
-    for (int f = 0; f < 7 && test_device_fp64(); f++) {
+                                    DOT_USER_SCALAR, DOT_SELF_EXP_NEG};
+    for (int f = 0; f < 8 && test_device_fp64(); f++) {
         program p = {CLMAD_F64, 7, 33, f64_forms[f], NONE, f % 2 ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, 0};
         check(&p);
     }

@@ -26,6 +26,7 @@ LOSSES = {
     # a constant: its 0-d tensor is made between f and g, which keeps f held
     "sum(g(f, 0.5))": lambda y, w, g: g(y, 0.5).sum(),
     "dot(exp(-f), w)": lambda y, w, g: clmad.dot((-y).exp(), w),
+    "dot(f, f)": lambda y, w, g: clmad.dot(y, y),
     # a regulariser added: the add hands backward's seed on, the fused gradients are used
     "sum(f * w) + 0.01 sum(w * w)": lambda y, w, g: (y * w).sum() + 0.01 * (w * w).sum(),
 }

@@ -57,7 +57,7 @@ int clmad__kernel_arguments(const clmad_variant *v, clmad_kernel_arg *args)
     } else if (v->mode == CLMAD_MODE_LOSS) {
         args[n++] = arg(CLMAD_ARG_PARTS, 0, 0, 0, 0);
         args[n++] = arg(CLMAD_ARG_SUMS, 0, 0, 0, 0);
-        if (v->loss_weighted)
+        if (v->loss_weighted == CLMAD_LOSS_DOT_W)
             args[n++] = arg(CLMAD_ARG_WEIGHT, 0, CLMAD_LOSS_DOT_WEIGHT, 0, 0);
         for (int s = 0; s < v->loss_stages; s++)
             if (v->loss_stage[s] < CLMAD_STAGE_NEG)

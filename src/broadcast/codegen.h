@@ -70,7 +70,8 @@ typedef struct clmad_variant {
                                            fewer than 2^31 elements: each division by a
                                            dimension is a multiply-high (DIVISOR d) */
     /* LOSS only: */
-    int loss_weighted;                  /* the loss sums z * w (clmad_dot), else z (the last
+    int loss_weighted;                  /* the loss sums z * w (clmad_dot: CLMAD_LOSS_DOT_W) or
+                                           z * z (CLMAD_LOSS_DOT_SELF), else z (the last
                                            stage's value, or y) */
     int loss_ranges;                    /* the sum's first pass by contiguous ranges in eight
                                            lanes (runtime/reduce.c on CPUs), else interleaved */
@@ -126,6 +127,9 @@ enum { CLMAD_LOSS_RUN = 64 };
  * over a chain of stages has both). */
 enum { CLMAD_LOSS_DOT_WEIGHT = CLMAD_MAX_LOSS_STAGES };
 
+/* loss_weighted: clmad_dot(z, w), or clmad_dot(z, z) (no WEIGHT). */
+enum { CLMAD_LOSS_DOT_W = 1, CLMAD_LOSS_DOT_SELF = 2 };
+
 /* The builtins a loss kernel applies between y and the sum (loss_stage),
  * each a call of its cl/clmad_ad.clh function as the builtin's source is;
  * from CLMAD_STAGE_NEG on, of one operand. */
@@ -148,7 +152,7 @@ enum {
  *   VJP and STORED: ADJ o for the outputs in adj_mask, each followed by its
  *     ADJ_SCALE where adj_scaled has its bit;  GRAD s;  VJP: INPUT j;
  *     STORED: STORED o s for the outputs in adj_mask (no inputs);
- *   LOSS: PARTS, SUMS, WEIGHT CLMAD_LOSS_DOT_WEIGHT when loss_weighted, WEIGHT s for each stage s
+ *   LOSS: PARTS, SUMS, WEIGHT CLMAD_LOSS_DOT_WEIGHT for CLMAD_LOSS_DOT_W, WEIGHT s for each stage s
  *     of two operands, LOSS_ADJ when loss_adj, VALUE 0 when loss_write_y,
  *     STAGE_GRAD s where loss_stage_wgrad[s], STAGE_INPUT s j for each user
  *     stage s and its input j other than loss_stage_y[s], USER_GRAD u for

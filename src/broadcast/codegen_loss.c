@@ -22,6 +22,25 @@ static const char *const STAGE_FN[] = {
     [CLMAD_STAGE_EXP] = "ad_exp",   [CLMAD_STAGE_LOG] = "ad_log",         [CLMAD_STAGE_TANH] = "ad_tanh",
     [CLMAD_STAGE_SIGMOID] = "ad_sigmoid", [CLMAD_STAGE_RELU] = "ad_relu", [CLMAD_STAGE_SQRT] = "ad_sqrt"};
 
+/* clmad_dot's term over `value` (the last stage's, or y) as clmad_dot_parts
+ * forms it (the product rounded, then added), and the name of value's
+ * adjoint: w, as dot.c's backward hands it on (times the seed, 1), with y
+ * kept for w's gradient (y times the seed) when it needs one; for
+ * clmad_dot(y, y) the two halves added, as y's adjoint slot adds them. */
+static const char *emit_dot_term(clmad_strbuf *sb, const clmad_variant *v, const char *value)
+{
+    if (v->loss_weighted == CLMAD_LOSS_DOT_SELF) {
+        clmad__sb_printf(sb, "    clmad__term = %s * %s;\n    const real clmad__wv = %s + %s;\n", value, value, value,
+                         value);
+        return "clmad__wv";
+    }
+    clmad__sb_printf(sb, "    const real clmad__wv = clmad__w%d[clmad__e];\n    clmad__term = %s * clmad__wv;\n",
+                     CLMAD_LOSS_DOT_WEIGHT, value);
+    if (v->loss_write_y)
+        clmad__sb_printf(sb, "    clmad__y0[clmad__e] = %s;\n", value);
+    return "clmad__wv";
+}
+
 /* User stage i's dual clmad__<name><id> seeded on its input `seed` (slot
  * 0), the others constants: z_i-1's value and the STAGE_INPUTs. */
 static void emit_user_stage_dual(clmad_strbuf *sb, const clmad_variant *v, int i, int seed, const char *name,
@@ -84,15 +103,10 @@ static void emit_stages(clmad_strbuf *sb, const clmad_variant *v, const char *A)
         }
         clmad__sb_printf(sb, "    clmad__v = clmad__val(clmad__z%d);\n", i);
     }
-    if (v->loss_weighted) { /* clmad_dot over the chain: its w is the last value's adjoint */
-        clmad__sb_printf(sb, "    const real clmad__wv = clmad__w%d[clmad__e];\n"
-                             "    clmad__term = clmad__v * clmad__wv;\n", CLMAD_LOSS_DOT_WEIGHT);
-        if (v->loss_write_y)
-            clmad__sb_append(sb, "    clmad__y0[clmad__e] = clmad__v;\n");
-        A = "clmad__wv";
-    } else {
+    if (v->loss_weighted) /* clmad_dot over the chain: its w is the last value's adjoint */
+        A = emit_dot_term(sb, v, "clmad__v");
+    else
         clmad__sb_append(sb, "    clmad__term = clmad__v;\n");
-    }
     clmad__sb_printf(sb, "    real clmad__ay = %s;\n", A);
     for (int i = S - 1; i >= 0; i--) {
         const int raw = i == S - 1 && v->loss_stage_raw;
@@ -126,12 +140,7 @@ static void emit_loss_element(clmad_strbuf *sb, const clmad_variant *v)
         emit_stages(sb, v, A);
         adj = "clmad__ay";
     } else if (v->loss_weighted) {
-        /* As clmad_dot_parts: the product rounded, then added. */
-        clmad__sb_printf(sb, "    const real clmad__wv = clmad__w%d[clmad__e];\n"
-                             "    clmad__term = clmad__y * clmad__wv;\n", CLMAD_LOSS_DOT_WEIGHT);
-        if (v->loss_write_y) /* w's gradient is y times the seed: dot.c's backward */
-            clmad__sb_append(sb, "    clmad__y0[clmad__e] = clmad__y;\n");
-        adj = "clmad__wv";
+        adj = emit_dot_term(sb, v, "clmad__y");
     } else {
         clmad__sb_append(sb, "    clmad__term = clmad__y;\n");
     }

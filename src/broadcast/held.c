@@ -197,7 +197,7 @@ static void loss_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, cl
                          const clmad_loss_form *form, int ranges, clmad_variant *v, clmad_tensor **weights)
 {
     clmad__bcast_variant(k, plan, y->dtype, CLMAD_MODE_LOSS, v);
-    v->loss_weighted = form->w != NULL;
+    v->loss_weighted = form->self_dot ? CLMAD_LOSS_DOT_SELF : form->w ? CLMAD_LOSS_DOT_W : 0;
     v->loss_write_y = form->write_y;
     v->loss_ranges = ranges;
     v->loss_terms = ranges && y->ctx->loss_terms;

@@ -57,6 +57,7 @@ int clmad__bcast_held_call(const clmad_tensor *t, clmad_kernel **k, clmad_tensor
  * summed value with adjoint 1 or `adj`. */
 typedef struct clmad_loss_form {
     clmad_tensor *w;       /* dot's w, else NULL */
+    int self_dot;          /* clmad_dot(z, z): z's own values are w (w NULL) */
     int n_stages;          /* 0 to CLMAD_MAX_LOSS_STAGES (codegen.h) */
     int stage[CLMAD_MAX_LOSS_STAGES], stage_y[CLMAD_MAX_LOSS_STAGES]; /* CLMAD_STAGE_*; z_i-1's operand */
     clmad_tensor *stage_w[CLMAD_MAX_LOSS_STAGES]; /* w_i: y's shape or 0-d; NULL for one operand */

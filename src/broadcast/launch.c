@@ -73,7 +73,7 @@ static uint64_t launch_bytes(const clmad_variant *v, const clmad_bcast_plan *pla
 {
     uint64_t n = plan->numel, arrays = 0, small = 0, integer_bytes = 0;
     if (v->mode == CLMAD_MODE_LOSS) {
-        arrays += (uint64_t)v->K + (v->loss_weighted ? 1 : 0) + (v->loss_write_y ? 1 : 0) +
+        arrays += (uint64_t)v->K + (v->loss_weighted == CLMAD_LOSS_DOT_W ? 1 : 0) + (v->loss_write_y ? 1 : 0) +
                   (uint64_t)v->loss_user_grads + (v->loss_terms ? 1 : 0);
         small += v->loss_terms ? 0 : a->parts;
         for (int s = 0; s < v->loss_stages; s++)

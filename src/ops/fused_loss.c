@@ -130,49 +130,6 @@ static int distinct_kernels(clmad_kernel *const *users, int n)
     return 1;
 }
 
-/* The user stages' other inputs that need a gradient into the form (as
- * node.c's take_partial, the last stage's takes its partial whole into an
- * empty slot under stage_raw). 0 if they are too many, or if a tensor
- * would get a gradient twice from the loss kernel (an input of the
- * broadcast y, a stage's w, another stage's input): one contribution each
- * keeps the order of the sums eager's. */
-static int user_grads(clmad_context *ctx, clmad_loss_form *form, const clmad_tensor *z, clmad_tensor *y)
-{
-    clmad_tensor *seen[CLMAD_MAX_INPUTS + 2 * CLMAD_MAX_LOSS_STAGES + CLMAD_MAX_USER_GRADS + 1];
-    int n_seen = 0, n = 0;
-    clmad_kernel *k;
-    clmad_tensor *const *in;
-    if (clmad__bcast_held_call(y, &k, &in))
-        for (int j = 0; j < k->n_inputs; j++)
-            if (clmad__needs_grad(ctx, in[j]))
-                seen[n_seen++] = in[j];
-    if (form->w && clmad__needs_grad(ctx, form->w))
-        seen[n_seen++] = form->w;
-    for (int i = 0; i < form->n_stages; i++) {
-        if (form->stage_wgrad[i])
-            seen[n_seen++] = form->stage_w[i];
-        for (int j = 0; form->stage_kernel[i] && j < form->stage_kernel[i]->n_inputs; j++) {
-            clmad_tensor *x = form->stage_inputs[i][j];
-            if (j == form->stage_y[i] || !clmad__needs_grad(ctx, x))
-                continue;
-            if (n == CLMAD_MAX_USER_GRADS)
-                return 0;
-            form->user_grad_stage[n] = i, form->user_grad_input[n] = j;
-            const int last = i == form->n_stages - 1;
-            clmad_tensor **slot = last ? clmad__adjoint_slot(ctx, z->node, j) : NULL;
-            form->user_grad_raw[n] = last && form->stage_raw && slot && !*slot;
-            n++;
-            seen[n_seen++] = x;
-        }
-    }
-    form->n_user_grads = n;
-    for (int a = 0; a < n_seen; a++)
-        for (int b = 0; b < a; b++)
-            if (seen[a] == seen[b])
-                return 0;
-    return 1;
-}
-
 /* *form for a loss over z, when z is the last of a chain of held stages
  * (at most CLMAD_MAX_LOSS_STAGES) over a held broadcast *y. */
 static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_loss_form *form, clmad_tensor **y)
@@ -202,16 +159,17 @@ static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_l
     }
     /* as node.c's take_partial: the last stage's adjoint is clmad_sum's seed
      * (and, for its w, w's slot is empty) */
-    form->stage_raw = n && !form->w && scale == 1.0 && !ctx->tape.retain &&
+    form->stage_raw = n && !form->w && !form->self_dot && scale == 1.0 && !ctx->tape.retain &&
                       clmad__bcast_node_wants_partials(z->node);
     for (int i = 0; i < n; i++)
         form->stage_wgrad[i] = form->stage_w[i] && clmad__needs_grad(ctx, form->stage_w[i]);
     if (n && form->stage_wgrad[n - 1] && form->stage_raw && !*clmad__adjoint_slot(ctx, z->node, 1 - form->stage_y[n - 1]))
         form->stage_wgrad[n - 1] = 2;
-    if (!user_grads(ctx, form, z, cur)) {
+    if (!clmad__fused_user_grads(ctx, form, z, cur)) {
         clmad_tensor *w = form->w;
+        const int self = form->self_dot;
         memset(form, 0, sizeof *form);
-        form->w = w, form->adj = scale;
+        form->w = w, form->self_dot = self, form->adj = scale;
         return 0; /* the loss kernel over z itself, if it may */
     }
     *y = cur;
@@ -224,10 +182,12 @@ clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor
     *fused = NULL;
     *out = NULL;
     /* The mean's adjoint: its backward's 1 * scale, rounded to the dtype. */
-    clmad_loss_form form = {.w = w, .adj = scale};
+    /* dot(y, y): y's own values weigh it, its adjoint y + y (emit_dot_term) */
+    const int self = w == y;
+    clmad_loss_form form = {.w = self ? NULL : w, .self_dot = self, .adj = scale};
     clmad_tensor *over = y; /* the held broadcast the kernel evaluates */
     /* y may be the last of a chain of stages, clmad_dot's w on it as on a plain y */
-    const int fits = clmad__bcast_loss_fusible(ctx, y, w, CLMAD_LOSS_W_GRAD);
+    const int fits = clmad__bcast_loss_fusible(ctx, y, form.w, CLMAD_LOSS_W_GRAD);
     int staged = fits && stage_form(ctx, y, scale, &form, &over);
     clmad_fused_loss *f = fits ? calloc(1, sizeof *f) : NULL;
     if (!f)
@@ -241,7 +201,7 @@ clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor
         f->user_grad_stage[u] = form.user_grad_stage[u], f->user_grad_input[u] = form.user_grad_input[u];
         f->user_grad_raw[u] = form.user_grad_raw[u];
     }
-    form.write_y = w && clmad__needs_grad(ctx, w); /* dot's w: its gradient is y */
+    form.write_y = form.w && clmad__needs_grad(ctx, form.w); /* dot's w: its gradient is y */
     /* A STORE node would hand its partials over whole to an adjoint of 1
      * (node.c's take_partial): so does the loss kernel. */
     f->raw = form.raw = !w && !staged && scale == 1.0 && !ctx->tape.retain &&

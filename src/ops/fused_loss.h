@@ -4,6 +4,7 @@
 #ifndef CLMAD_FUSED_LOSS_H
 #define CLMAD_FUSED_LOSS_H
 
+#include "broadcast/held.h"
 #include "ops/ops.h"
 #include "runtime/held.h"
 
@@ -30,6 +31,15 @@ clmad_status clmad__fused_loss_backward(clmad_context *ctx, clmad_node *node, in
                                         clmad_fused_loss *fused, int *done);
 
 void clmad__fused_loss_free(clmad_fused_loss *fused);
+
+/* The user stages' other inputs that need a gradient into the form, for a
+ * loss over z whose chain starts at the held broadcast y (as node.c's
+ * take_partial, the last stage's takes its partial whole into an empty
+ * slot under stage_raw). 0 if they are too many, or if a tensor would get
+ * a gradient twice from the loss kernel (an input of the broadcast y, a
+ * stage's w, dot's w, another stage's input): one contribution each keeps
+ * the order of the sums eager's. */
+int clmad__fused_user_grads(clmad_context *ctx, clmad_loss_form *form, const clmad_tensor *z, clmad_tensor *y);
 
 /* 1 if nothing but the chain from the loss node down through the stages'
  * nodes (stages[0] the lowest) to the broadcast's node `head` reads the

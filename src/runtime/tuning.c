@@ -52,9 +52,10 @@ typedef struct tuning_row {
  * (docs/design-notes.md). Also rusticl: llvmpipe ends every loop of a
  * work-item once all its loops together made 65535 iterations (Mesa's
  * LP_MAX_TGSI_LOOP_ITERATIONS), and a range of 8192 elements whose user
- * stage loops 8 times got there: the rest of the range was skipped, its
- * gradients unwritten (docs/design-notes.md). Intel's compiler takes the
- * inline pragma (it inlined the user's functions already). */
+ * functions loop about 8 times each got there: the rest of the range was
+ * skipped, its gradients unwritten (docs/design-notes.md). Intel's
+ * compiler takes the inline pragma (it inlined the user's functions
+ * already). */
 static const tuning_row TABLE[] = {
     {"The pocl project", CLMAD_DEVICE_CPU, NULL, 32, 16, 1, "POCL on a CPU", 0, 1, 16, 0},
     {"The pocl project", -1, NULL, 1, 16, 1, "POCL", 0, 8, 4, 0},

@@ -11,8 +11,10 @@
  * y + 0.5, y * -3, under clmad_sum and clmad_mean; chains of them; user
  * kernels as stages: g(y, w), g(y, 0.5) with a 0-d constant, h(g(y, w)) * w
  * with h's function named f as the broadcast's is and a macro of its own,
- * g(g(y, w), w), which takes one kernel once; clmad_dot over stages: y + 0.5, exp(-y)
- * (w first), g(y, 0.5); clmad_dot(y, y) and dot(exp(-y), exp(-y))), both partials policies, f32 and f64, sizes 1 to
+ * g(g(y, w), w), which takes one kernel once; h looping 12 times per
+ * element, which rusticl's loop limit cut short; clmad_dot over stages:
+ * y + 0.5, exp(-y) (w first), g(y, 0.5); clmad_dot(y, y) and
+ * dot(exp(-y), exp(-y))), both partials policies, f32 and f64, sizes 1 to
  * 2^20, a broadcast (row) input, and the hazards that must force the held
  * work or fall back: reading y, a user seed, a retained tape run twice,
  * gradients already present, y feeding another op, y released early, the
@@ -84,13 +86,17 @@ static const char *USER_G = "T g(T y, T u)\n"
                             "    if (ad_val(u) > 0) return ad_mul(ad_tanh(y), u);\n"
                             "    return ad_sub(y, ad_mul(y, ad_exp(u)));\n"
                             "}\n";
-static const char *USER_H = "#define ROUNDS 2\n"
-                            "T f(T v)\n"
-                            "{\n"
-                            "    T s = v;\n"
-                            "    for (int i = 0; i < ROUNDS && s < 1e30; i++) s = s * 0.5 + v;\n"
-                            "    return s;\n"
-                            "}\n";
+#define USER_H_FUNCTION                                                                \
+    "T f(T v)\n"                                                                        \
+    "{\n"                                                                               \
+    "    T s = v;\n"                                                                    \
+    "    for (int i = 0; i < ROUNDS && s < 1e30; i++) s = s * 0.5 + v;\n"               \
+    "    return s;\n"                                                                   \
+    "}\n"
+static const char *USER_H = "#define ROUNDS 2\n" USER_H_FUNCTION;
+/* h with a loop of 12 rounds (test long_user_loops). */
+static const char *USER_H_LONG = "#define ROUNDS 12\n" USER_H_FUNCTION;
+static const char *user_h_source; /* NULL: USER_H */
 
 /* The user kernels of a context (made before y: making a kernel runs the
  * held work, as most calls do). */
@@ -236,7 +242,7 @@ static void run(clmad_context *ctx, const program *p, results *r)
     clmad_kernel *k;
     CHECK_OK(ctx, clmad_kernel_create(ctx, SOURCE, "f", 3, 1, &k));
     CHECK_OK(ctx, clmad_kernel_create(ctx, USER_G, "g", 2, 1, &kernel_g));
-    CHECK_OK(ctx, clmad_kernel_create(ctx, USER_H, "f", 1, 1, &kernel_h));
+    CHECK_OK(ctx, clmad_kernel_create(ctx, user_h_source ? user_h_source : USER_H, "f", 1, 1, &kernel_h));
     CHECK_OK(ctx, clmad_set_partials_policy(ctx, p->policy));
     CHECK_OK(ctx, clmad_set_retain_tape(ctx, p->hazard == RETAIN));
     clmad_tensor *a = make(ctx, p->dtype, 2, shape, 0, 1), *b = make(ctx, p->dtype, 2, shape, 1, 1);
@@ -777,6 +783,26 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
     check_build_failure();
     check_interleaved();
     check_terms();
+    clmad_context_release(on);
+    clmad_context_release(off);
+}
+
+/* A user stage that loops 12 times per element, over ranges of 8192
+ * elements (CPUs). rusticl's llvmpipe ends all the loops of a work-item
+ * once they made 65535 iterations together: a range per work-item lost
+ * its last elements (their gradients unwritten, the loss short), as
+ * h(g(y, w)) * w did with runs (docs/design-notes.md). */
+Test(fusion, long_user_loops, .timeout = 300)
+{
+    clmad_options opt = {0};
+    on = test_context_with(&opt);
+    opt.disable_fusion = 1;
+    off = test_context_with(&opt);
+    user_h_source = USER_H_LONG;
+    static const size_t sizes[][2] = {{3, 11}, {5, 13107}};
+    const size_t s = n_sizes(2, sizes) - 1; /* 3 x 11 under CLMAD_TEST_SMALL (Oclgrind) */
+    program p = {CLMAD_F32, sizes[s][0], sizes[s][1], SUM_USER_USER_MUL, NONE, CLMAD_PARTIALS_STORE, 0};
+    check(&p);
     clmad_context_release(on);
     clmad_context_release(off);
 }

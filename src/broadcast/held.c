@@ -203,10 +203,10 @@ static void loss_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, cl
     v->loss_terms = ranges && y->ctx->loss_terms;
     /* A range is visited in runs (codegen_loss.c) where the compiler
      * vectorises a loop inside a work-item (items per work-item above 1:
-     * POCL), which is what they are for. Elsewhere one by one: rusticl's
-     * llvmpipe, which vectorises across work-items, gave wrong gradients
-     * for a few runs of a loss kernel with two user stages (test_fusion's
-     * h(g(y, w)) * w at 5 x 13107), cause not found. */
+     * POCL), which is what they are for; elsewhere one by one. (rusticl
+     * takes terms: llvmpipe ends a work-item's loops after 65535
+     * iterations in all, and runs over h(g(y, w)) * w at 5 x 13107 lost
+     * the ends of their ranges; docs/design-notes.md.) */
     if (ranges && !v->loss_terms && clmad__items_per_work_item(y->ctx) > 1)
         clmad__bcast_variant_runs(v, plan, loss_run(plan));
     v->loss_raw = form->raw;

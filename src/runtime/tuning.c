@@ -49,12 +49,17 @@ typedef struct tuning_row {
  * log: "call instruction cannot be vectorized") and vectorised a range-
  * summing loss kernel across work-items, a range each, with 32-36 gathers
  * and 10-40 scatters; one element per work-item is 16-way with 2 gathers
- * (docs/design-notes.md). Intel's compiler takes the inline pragma (it
- * inlined the user's functions already). */
+ * (docs/design-notes.md). Also rusticl: llvmpipe ends every loop of a
+ * work-item once all its loops together made 65535 iterations (Mesa's
+ * LP_MAX_TGSI_LOOP_ITERATIONS), and a range of 8192 elements whose user
+ * functions loop about 8 times each got there: the rest of the range was
+ * skipped, its gradients unwritten (docs/design-notes.md). Intel's
+ * compiler takes the inline pragma (it inlined the user's functions
+ * already). */
 static const tuning_row TABLE[] = {
     {"The pocl project", CLMAD_DEVICE_CPU, NULL, 32, 16, 1, "POCL on a CPU", 0, 1, 16, 0},
     {"The pocl project", -1, NULL, 1, 16, 1, "POCL", 0, 8, 4, 0},
-    {"Mesa/X.org", -1, NULL, 1, 16, 1, "Mesa (rusticl)", 1, 1, 1, 0},
+    {"Mesa/X.org", -1, NULL, 1, 16, 1, "Mesa (rusticl)", 1, 1, 1, 1},
     {"Intel(R) Corporation", CLMAD_DEVICE_CPU, NULL, 1, 16, 1, "Intel's CPU runtime", 0, 1, 8, 1},
     {"Oclgrind", -1, NULL, 1, 16, 0, "Oclgrind (a simulator: the GPU form)", 0, 8, 4, 0},
 };

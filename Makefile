@@ -35,7 +35,7 @@ test: build
 # must be the same without it. Not the tests that compare fusion on with
 # off (they need it on), nor the Python suite (its own fusion test).
 test-unfused: build
-	cd $(BUILD) && CLMAD_FUSE=0 ctest --output-on-failure -j $(JOBS) -E '^(test_fusion|test_held_calls|python)$$'
+	cd $(BUILD) && CLMAD_FUSE=0 ctest --output-on-failure -j $(JOBS) -E '^(test_fusion|test_fusion_random|test_held_calls|python)$$'
 
 # Lists the devices, then runs the HM-LSTM example (gradient check, training,
 # fused vs unfused timing): about 7 s on POCL, about 80 s on a first run while

@@ -619,6 +619,82 @@ Test(fusion, signed_zero_ties)
     clmad_context_release(eager);
 }
 
+/* Zeros of both signs under an add. A node given backward's seed takes its
+ * stored partials whole where a kernel forms adjoint_times(1, p), which is
+ * +0 for a partial of -0; fused and eager must agree on which: the loss
+ * kernel of sum(y + 0.5) forms the add's adjoint as its kernel does (the
+ * add hands no seed to a broadcast's output), and a loss under an add
+ * (loss + sum(c * c)) takes them whole as it would at the root. Each fuses
+ * and uses its gradients. (A partial of -0 itself came from rusticl's sin:
+ * test_fusion's sum(y + 0.5) at 5 x 13107 there.) Into out: the loss and
+ * a's and b's gradients. */
+enum { N_ZERO = 8 };
+static void run_zero_partials(clmad_context *ctx, int form, clmad_partials_policy policy, float *out)
+{
+    static const float A[N_ZERO] = {-0.0f, 0.0f, -0.0f, 1.5f, -0.0f, 2.0f, 0.0f, -1.0f};
+    static const float B[N_ZERO] = {1.0f, -1.0f, -2.0f, 0.5f, 3.0f, -0.0f, 2.0f, -0.0f};
+    size_t n = N_ZERO;
+    clmad_kernel *k;
+    clmad_tensor *a, *b, *c, *y, *t = NULL, *loss, *sq = NULL, *r = NULL, *total = NULL, *g;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, "T f(T a, T b) { return a * b; }", "f", 2, 1, &k));
+    CHECK_OK(ctx, clmad_set_partials_policy(ctx, policy));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 1, &n, A, &a));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 1, &n, B, &b));
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 1, &n, B, &c));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(a, 1));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(b, 1));
+    clmad_tensor *in[2] = {a, b};
+    CHECK_OK(ctx, clmad_broadcast(ctx, k, in, &y));
+    if (form == 0)
+        CHECK_OK(ctx, clmad_add_scalar(ctx, y, 0.5, &t));
+    if (form == 2)
+        CHECK_OK(ctx, clmad_mul(ctx, y, c, &t));
+    CHECK_OK(ctx, form == 3 ? clmad_dot(ctx, y, y, &loss) : clmad_sum(ctx, t ? t : y, 0, NULL, 0, &loss));
+    if (form > 0) { /* the loss plus another */
+        CHECK_OK(ctx, clmad_mul(ctx, c, c, &sq));
+        CHECK_OK(ctx, clmad_sum(ctx, sq, 0, NULL, 0, &r));
+        CHECK_OK(ctx, clmad_add(ctx, loss, r, &total));
+    }
+    CHECK_OK(ctx, clmad_backward(ctx, total ? total : loss, NULL));
+    CHECK_OK(ctx, clmad_tensor_read(loss, out, sizeof *out));
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(ctx, clmad_tensor_grad(in[i], &g));
+        CHECK_OK(ctx, clmad_tensor_read(g, out + 1 + i * N_ZERO, N_ZERO * sizeof *out));
+        clmad_tensor_release(g);
+    }
+    clmad_tensor *all[] = {a, b, c, y, t, loss, sq, r, total};
+    for (int i = 0; i < 9; i++)
+        clmad_tensor_release(all[i]);
+    clmad_kernel_release(k);
+}
+
+Test(fusion, zero_partials_under_an_add)
+{
+    static const char *FORMS_Z[] = {"sum(y + 0.5)", "sum(y) + sum(c * c)", "sum(y * c) + sum(c * c)",
+                                    "dot(y, y) + sum(c * c)"};
+    clmad_options opt = {0};
+    clmad_context *fused = test_context_with(&opt);
+    opt.disable_fusion = 1;
+    clmad_context *eager = test_context_with(&opt);
+    for (int form = 0; form < 4; form++)
+        for (int pol = CLMAD_PARTIALS_STORE; pol <= CLMAD_PARTIALS_RECOMPUTE; pol++) {
+            float on_[1 + 2 * N_ZERO], off_[1 + 2 * N_ZERO];
+            clmad_stats s0, s1;
+            CHECK_OK(fused, clmad_context_stats(fused, &s0));
+            run_zero_partials(fused, form, (clmad_partials_policy)pol, on_);
+            CHECK_OK(fused, clmad_context_stats(fused, &s1));
+            run_zero_partials(eager, form, (clmad_partials_policy)pol, off_);
+            cr_assert_eq(s1.fused_losses - s0.fused_losses, 1, "%s: not fused", FORMS_Z[form]);
+            cr_assert_eq(s1.fusion_fallbacks - s0.fusion_fallbacks, 0, "%s: a fallback", FORMS_Z[form]);
+            for (int e = 0; e < 1 + 2 * N_ZERO; e++)
+                cr_assert(memcmp(&on_[e], &off_[e], 4) == 0, "%s, %s: %s %d: fused %g, eager %g", FORMS_Z[form],
+                          pol == CLMAD_PARTIALS_STORE ? "STORE" : "RECOMPUTE", e == 0 ? "loss" : e <= N_ZERO ? "grad a" : "grad b",
+                          (e - 1) % N_ZERO, on_[e], off_[e]);
+        }
+    clmad_context_release(fused);
+    clmad_context_release(eager);
+}
+
 /* Calls between a broadcast and its loss that read no tensor leave the
  * broadcast held, so the loss and a user stage over it still fuse, bitwise
  * as eager and with as many kernels as with nothing between them: making a

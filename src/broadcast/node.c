@@ -124,14 +124,19 @@ static int take_partial(clmad_context *ctx, clmad_node *node, bcast_data *d, con
 /* Input j's partial is exactly 1 (k->identity_inputs) and it has the
  * output's shape: its gradient is the output's adjoint as it is
  * (adjoint_times(a, 1) is a, bitwise; the same elements in the same order),
- * handed on lazily with no kernel. A
- * loss under a builtin add then keeps clmad_backward's seed as its adjoint,
- * and may use its fused gradients (ops/fused_loss.c). */
-static int hands_on(const clmad_node *node, const bcast_data *d, const clmad_bcast_plan *plan, int j)
+ * handed on with no kernel (lazily where its producer takes lazy
+ * adjoints). A loss under a builtin add then keeps clmad_backward's seed as
+ * its adjoint, and may use its fused gradients (ops/fused_loss.c). Not to
+ * a broadcast's output: given the seed, its node would take its stored
+ * partials whole (take_partial), where the kernel forms adjoint_times(1, p)
+ * (+0 for a partial of -0); it gets the kernel's adjoint, as before. */
+static int hands_on(clmad_context *ctx, const clmad_node *node, const bcast_data *d, const clmad_bcast_plan *plan,
+                    int j)
 {
     const clmad_tensor *x = node->inputs[j], *a = node->out_adj[0];
     if (node->n_outputs != 1 || !a || !is_active(d, j) || !((d->k->identity_inputs >> j) & 1u) ||
-        x->numel != plan->numel || (a->numel != 1 && a->numel != x->numel))
+        x->numel != plan->numel || (a->numel != 1 && a->numel != x->numel) ||
+        (clmad__output_on_tape(ctx, x) && x->node->op == &clmad__op_broadcast))
         return 0;
     for (int i = 0; i < node->n_inputs; i++)
         if (i != j && is_active(d, i) && node->inputs[i] == x)
@@ -151,7 +156,7 @@ static clmad_status chunked_backward(clmad_context *ctx, clmad_node *node, bcast
     int n_in = node->n_inputs, n_out = node->n_outputs;
     int act[CLMAD_MAX_INPUTS], n_act = 0;
     for (int j = 0; j < n_in; j++)
-        if (is_active(d, j) && clmad__adjoint_slot(ctx, node, j) && !hands_on(node, d, plan, j) &&
+        if (is_active(d, j) && clmad__adjoint_slot(ctx, node, j) && !hands_on(ctx, node, d, plan, j) &&
             !take_partial(ctx, node, d, plan, j))
             act[n_act++] = j;
     if (n_act == 0)
@@ -215,7 +220,7 @@ static clmad_status bcast_backward(clmad_context *ctx, clmad_node *node)
         return st;
     int rest = 0; /* inputs left for a kernel */
     for (int j = 0; j < node->n_inputs && st == CLMAD_OK; j++)
-        if (hands_on(node, d, &plan, j))
+        if (hands_on(ctx, node, d, &plan, j))
             st = clmad__give_adjoint(ctx, node, j, node->out_adj[0], node->out_adj_scale[0]);
         else
             rest |= is_active(d, j);

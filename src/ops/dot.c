@@ -21,8 +21,8 @@ static clmad_status dot_backward(clmad_context *ctx, clmad_node *node)
     dot_data *d = node->data;
     int done = 0;
     clmad_status st0 = d ? clmad__fused_loss_backward(ctx, node, d->y_input, d->fused, &done) : CLMAD_OK;
-    if (st0 == CLMAD_OK && !done)
-        st0 = clmad__materialize_adjoint(ctx, node, 0); /* a fused node takes lazy adjoints */
+    if (st0 == CLMAD_OK && !done && node->out_adj_scale[0])
+        st0 = clmad__materialize_adjoint(ctx, node, 0); /* one value times a scale: s is one value */
     if (st0 != CLMAD_OK || done)
         return st0;
     /* Each input's adjoint is the other: a fused operand may still be held
@@ -152,9 +152,8 @@ clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clm
     if (st != CLMAD_OK)
         return st;
     clmad_tensor *in[2] = {a, b};
-    const int fused = data != NULL;
     st = clmad__finish_op(ctx, &clmad__op_dot, in, 2, y, data, st, out);
-    if (st == CLMAD_OK && fused && (*out)->node)
-        (*out)->node->lazy_adjoints = 1; /* a seed handed on stays the seed (fused_loss.c) */
+    if (st == CLMAD_OK && (*out)->node)
+        (*out)->node->lazy_adjoints = 1; /* a seed handed on stays the seed (dot_backward) */
     return st;
 }

@@ -20,16 +20,20 @@ static clmad_status sum_backward(clmad_context *ctx, clmad_node *node)
     sum_data *d = node->data;
     int done = 0;
     clmad_status fused = clmad__fused_loss_backward(ctx, node, 0, d->fused, &done);
-    if (fused == CLMAD_OK && !done)
-        fused = clmad__materialize_adjoint(ctx, node, 0); /* a fused node takes lazy adjoints */
     if (fused != CLMAD_OK || done)
         return fused;
     clmad_tensor *x = node->inputs[0], *adj = node->out_adj[0], *g = NULL;
+    /* A sum to one value (or of one value's adjoint): it goes on as one
+     * value, lazily as it came (backward's seed stays the seed: a sum under
+     * an add is then what it would be as the root), never expanded over x's
+     * shape; scaled for the mean. */
+    if (adj->numel == 1 && d->scale == 1.0)
+        return clmad__give_adjoint(ctx, node, 0, adj, node->out_adj_scale[0]);
+    clmad_status ready = clmad__materialize_adjoint(ctx, node, 0);
+    if (ready != CLMAD_OK)
+        return ready;
+    adj = node->out_adj[0];
     if (adj->numel == 1) {
-        /* A sum to one value: its adjoint goes on as one value (scaled for
-         * the mean), never expanded over x's shape. */
-        if (d->scale == 1.0)
-            return clmad__give_adjoint(ctx, node, 0, adj, NULL);
         size_t one[1] = {1};
         clmad_status st = clmad_tensor_create(ctx, x->dtype, 0, NULL, NULL, &g);
         if (st == CLMAD_OK)
@@ -115,10 +119,9 @@ static clmad_status reduce_op(clmad_context *ctx, const clmad_op *op, clmad_tens
         clmad__free_fused_data(&(clmad_node){.data = d});
         return st;
     }
-    const int fused = d->fused != NULL;
     st = clmad__finish_op(ctx, op, &x, 1, y, d, st, out);
-    if (st == CLMAD_OK && fused && (*out)->node)
-        (*out)->node->lazy_adjoints = 1; /* a seed handed on stays the seed (fused_loss.c) */
+    if (st == CLMAD_OK && (*out)->node)
+        (*out)->node->lazy_adjoints = 1; /* a seed handed on stays the seed (sum_backward) */
     return st;
 }
 

@@ -24,6 +24,9 @@
  *   chain      two user kernels in a row, sum(out(cell(...), w)) with
  *              out(c, o) = o * tanh(c), STORE (with fusion, one loss kernel
  *              with out as a user stage: docs/fusion.md)
+ *   plus       natural plus a regulariser, sum(mul(cell(...), w)) +
+ *              0.001 * dot(c, c), STORE (with fusion, the add hands
+ *              backward's seed on and the loss kernel's gradients are used)
  * Controls "random" (branches mixed among neighbours) and "uniform" (each
  * control value repeated over 32 consecutive elements).
  * Usage: bench_hmlstm [--dims 512,1024,2048] [--reps N] [--out folder]
@@ -108,9 +111,9 @@ static const char *HAND_SOURCE =
     "    }\n"
     "}\n";
 
-enum { STORE, RECOMPUTE, SUMMED, NATURAL, MEAN, UNFUSED, HAND, PRIMAL, COPY, COPY4, COPYBUF, CHAIN, NV };
-static const char *NAMES[NV] = {"store", "recompute", "summed", "natural", "mean",    "unfused",
-                                "hand",  "primal",    "copy",   "copy4",   "copybuf", "chain"};
+enum { STORE, RECOMPUTE, SUMMED, NATURAL, MEAN, UNFUSED, HAND, PRIMAL, COPY, COPY4, COPYBUF, CHAIN, PLUS, NV };
+static const char *NAMES[NV] = {"store", "recompute", "summed", "natural", "mean",    "unfused", "hand",
+                                "primal", "copy",     "copy4",  "copybuf", "chain",   "plus"};
 
 typedef struct setup {
     clmad_context *ctx;
@@ -237,16 +240,22 @@ static double run_variant(setup *s, int v)
         BENCH_CHECK(ctx, clmad_backward(ctx, loss, NULL));
         clmad_tensor_release(y);
         clmad_tensor_release(loss);
-    } else if (v == NATURAL || v == MEAN) {
+    } else if (v == NATURAL || v == MEAN || v == PLUS) {
         BENCH_CHECK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_STORE));
         clmad_tensor *in[6] = {s->z, s->zb, s->x[0], s->x[1], s->x[2], s->x[3]}, *y, *yw, *loss;
+        clmad_tensor *reg = NULL, *scaled = NULL, *total = NULL;
         BENCH_CHECK(ctx, clmad_broadcast(ctx, s->cell, in, &y));
         BENCH_CHECK(ctx, clmad_mul(ctx, y, s->w, &yw));
         BENCH_CHECK(ctx, v == MEAN ? clmad_mean(ctx, yw, 0, NULL, 0, &loss) : clmad_sum(ctx, yw, 0, NULL, 0, &loss));
-        BENCH_CHECK(ctx, clmad_backward(ctx, loss, NULL));
-        clmad_tensor_release(yw);
-        clmad_tensor_release(y);
-        clmad_tensor_release(loss);
+        if (v == PLUS) {
+            BENCH_CHECK(ctx, clmad_dot(ctx, s->x[0], s->x[0], &reg));
+            BENCH_CHECK(ctx, clmad_mul_scalar(ctx, reg, 0.001, &scaled));
+            BENCH_CHECK(ctx, clmad_add(ctx, loss, scaled, &total));
+        }
+        BENCH_CHECK(ctx, clmad_backward(ctx, total ? total : loss, NULL));
+        clmad_tensor *done[] = {yw, y, loss, reg, scaled, total};
+        for (int i = 0; i < 6; i++)
+            clmad_tensor_release(done[i]);
     } else if (v == CHAIN) {
         BENCH_CHECK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_STORE));
         clmad_tensor *in[6] = {s->z, s->zb, s->x[0], s->x[1], s->x[2], s->x[3]}, *y, *h, *loss;
@@ -471,8 +480,9 @@ int main(int argc, char **argv)
                        (unsigned long long)g_kernels[v], (double)g_bytes[v] / (4.0 * (double)n));
             printf("  unfused/store %.2f  unfused/recompute %.2f  store/hand %.2f  recompute/hand %.2f\n",
                    m[UNFUSED] / m[STORE], m[UNFUSED] / m[RECOMPUTE], m[STORE] / m[HAND], m[RECOMPUTE] / m[HAND]);
-            printf("  natural/store %.2f  mean/store %.2f  summed/store %.2f  chain/natural %.2f\n",
-                   m[NATURAL] / m[STORE], m[MEAN] / m[STORE], m[SUMMED] / m[STORE], m[CHAIN] / m[NATURAL]);
+            printf("  natural/store %.2f  mean/store %.2f  summed/store %.2f  chain/natural %.2f  plus/natural %.2f\n",
+                   m[NATURAL] / m[STORE], m[MEAN] / m[STORE], m[SUMMED] / m[STORE], m[CHAIN] / m[NATURAL],
+                   m[PLUS] / m[NATURAL]);
             printf("  best fused (%s)/primal %.2f  best fused GB/s / copy GB/s %.2f\n", NAMES[best_v],
                    best / m[PRIMAL], (min_bytes(best_v) / best) / (min_bytes(COPY) / m[COPY]));
             printf("  copy / clEnqueueCopyBuffer (bandwidth) %.2f  copy4 / clEnqueueCopyBuffer %.2f\n",

@@ -40,4 +40,8 @@
  * and bench_optim times the two. */
 #include "ops/optim.h"
 
+/* clmad__fusion_enabled and clmad_tensor.held: test_fusion checks that a
+ * fused loss's y stays held through the calls that do not read it. */
+#include "runtime/held.h"
+
 #endif

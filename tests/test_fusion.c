@@ -309,6 +309,10 @@ static void run(clmad_context *ctx, const program *p, results *r)
             CHECK_OK(ctx, clmad_mul_scalar(ctx, r, 0.5, &half));
             const int halved = p->hazard == PLUS_A || p->hazard == PLUS_STAGE;
             CHECK_OK(ctx, clmad_add(ctx, loss, halved ? half : r, &target));
+            /* those calls read only their operands: the fused loss's y
+             * stays unwritten (the regulariser of c, after the loss) */
+            if (p->hazard == PLUS_CONSTANT && clmad__fusion_enabled(ctx) && p->rows * p->cols > 1)
+                cr_assert(y->held, "%sy was written by a call that does not read it", test_case());
             clmad_tensor *done[] = {sq, r, half, side};
             for (int i = 0; i < 4; i++)
                 clmad_tensor_release(done[i]);

@@ -109,15 +109,11 @@ clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clmad_tensor *
 {
     CLMAD_GUARD_HOLDING(ctx, "clmad_broadcast");
     /* Fusion: a kernel over a held broadcast may be a loss kernel's stage
-     * (held.h), and is held too; otherwise the held work runs first, as in
-     * every other call (a builtin's own call decided that already). */
-    int pos;
-    clmad_status st = CLMAD_OK;
-    if (CLMAD_GUARD_OUTERMOST() && !clmad__bcast_user_stage(ctx, k, inputs, &pos))
-        st = clmad__flush_held(ctx);
+     * (held.h), and is held too; otherwise its held inputs are written
+     * first (below). It reads nothing else, so other held work stays held:
+     * a regulariser after a fused loss leaves the loss's y unwritten. */
     clmad_bcast_plan plan;
-    if (st == CLMAD_OK)
-        st = check_and_plan(ctx, k, inputs, "clmad_broadcast", &plan);
+    clmad_status st = check_and_plan(ctx, k, inputs, "clmad_broadcast", &plan);
     if (st != CLMAD_OK)
         return st;
     if (!outputs)

@@ -102,10 +102,11 @@ static clmad_status builtin(clmad_context *ctx, clmad_builtin_id id, clmad_tenso
     if (usable != CLMAD_OK)
         return usable;
     /* Fusion: op(y, w) over a held broadcast y is held too, and a sum over
-     * it fuses the op (ops/fused_loss.c); otherwise the held work runs
-     * first, as in every other call. */
+     * it fuses the op (ops/fused_loss.c); otherwise its held inputs are
+     * written first. It reads nothing else: other held work stays held (a
+     * regulariser computed after a fused loss leaves its y unwritten). */
     if (!holds_stage(ctx, id, inputs)) {
-        usable = clmad__flush_held(ctx);
+        usable = clmad__inputs_ready(ctx, inputs, BUILTINS[id].n_inputs);
         if (usable != CLMAD_OK)
             return usable;
     }

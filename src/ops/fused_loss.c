@@ -190,8 +190,10 @@ clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor
     const int fits = clmad__bcast_loss_fusible(ctx, y, form.w, CLMAD_LOSS_W_GRAD);
     int staged = fits && stage_form(ctx, y, scale, &form, &over);
     clmad_fused_loss *f = fits ? calloc(1, sizeof *f) : NULL;
-    if (!f)
-        return clmad__flush_held(ctx);
+    if (!f) { /* eager: it reads y and w alone */
+        clmad_tensor *operands[2] = {y, w};
+        return clmad__inputs_ready(ctx, operands, 2);
+    }
     f->n_stages = form.n_stages;
     for (int i = 0; i < form.n_stages; i++)
         f->stage_y[i] = form.stage_y[i], f->stage_wgrad[i] = form.stage_wgrad[i];

@@ -110,7 +110,7 @@ static clmad_status reduce_op(clmad_context *ctx, const clmad_op *op, clmad_tens
     clmad_tensor *y = NULL;
     /* A whole sum or mean of a held broadcast: one loss kernel (fused_loss.h). */
     clmad_status st = count != x->numel || x->numel == 0
-                          ? clmad__flush_held(ctx)
+                          ? clmad__inputs_ready(ctx, &x, 1) /* it reads x alone */
                           : clmad__fused_loss(ctx, x, NULL, d->scale, ndim, shape, &d->fused, &y);
     if (st == CLMAD_OK && !y)
         st = mean && count == 0 ? clmad_tensor_fill(ctx, x->dtype, ndim, shape, NAN, &y)

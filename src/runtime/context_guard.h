@@ -49,8 +49,9 @@ void clmad__guard_forget(const clmad_context *ctx);
  * error if it fails; leaves the mark on every return (cleanup attribute;
  * compilers without it get no detection and no fusion: the guard is then
  * a no-op). CLMAD_GUARD_HOLDING is for the calls that handle held tensors
- * themselves (they fuse them or run what they read: clmad_dot, clmad_sum,
- * clmad_mul, clmad_broadcast, clmad_backward, clmad_tensor_read) and for
+ * themselves (they fuse them or run what they read, their inputs'
+ * (clmad__inputs_ready): clmad_dot, clmad_sum, clmad_mul, clmad_broadcast,
+ * clmad_backward, clmad_tensor_read) and for
  * those that read no tensor (clmad_kernel_create, and clmad_tensor_create,
  * clmad_tensor_fill, clmad_tensor_zeros and clmad_tensor_scalar, which write only their new
  * tensor: a scalar made for a user stage, g(y, 0.5) in Python, keeps y held;
@@ -70,14 +71,10 @@ enum { CLMAD_GUARD_REFUSE = 0, CLMAD_GUARD_WAITS = 1, CLMAD_GUARD_KEEPS_HELD = 2
 #define CLMAD_GUARD_WAIT(ctx)                                                    \
     clmad_guard clmad_guard_ CLMAD_GUARD_CLEANUP;                                \
     clmad__guard_enter(&clmad_guard_, (ctx), NULL, CLMAD_GUARD_WAITS)
-/* In a CLMAD_GUARD_HOLDING call: 1 when it is the outermost call on its
- * context (a REFUSE guard there would have flushed the held tensors). */
-#define CLMAD_GUARD_OUTERMOST() (clmad_guard_.linked)
 #else
 #define CLMAD_GUARD(ctx, call) (void)0
 #define CLMAD_GUARD_HOLDING(ctx, call) (void)0
 #define CLMAD_GUARD_WAIT(ctx) (void)0
-#define CLMAD_GUARD_OUTERMOST() 0 /* nothing is held without guards */
 #endif
 
 #endif

@@ -41,6 +41,15 @@ clmad_status clmad__tensors_ready(clmad_tensor *const *ts, int n)
     return st;
 }
 
+clmad_status clmad__inputs_ready(clmad_context *ctx, clmad_tensor *const *ts, int n)
+{
+    clmad_status st = CLMAD_OK;
+    for (int i = 0; i < n && st == CLMAD_OK; i++)
+        if (ts && ts[i] && ts[i]->ctx == ctx)
+            st = clmad__tensor_ready(ts[i]);
+    return st;
+}
+
 clmad_status clmad__flush_held(clmad_context *ctx)
 {
     clmad_status st = CLMAD_OK;

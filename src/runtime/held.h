@@ -29,6 +29,12 @@ clmad_status clmad__tensor_ready(clmad_tensor *t);
 /* clmad__tensor_ready for each of ts[0..n), in order; stops at an error. */
 clmad_status clmad__tensors_ready(clmad_tensor *const *ts, int n);
 
+/* clmad__tensor_ready for those of ts[0..n) that belong to ctx (NULL and
+ * other contexts' tensors are the caller's to refuse): what a call that
+ * reads only ts and writes only new tensors runs, instead of every held
+ * tensor's work (a held loss's y then stays unwritten). */
+clmad_status clmad__inputs_ready(clmad_context *ctx, clmad_tensor *const *ts, int n);
+
 /* Runs the held work of every tensor of ctx, oldest first. */
 clmad_status clmad__flush_held(clmad_context *ctx);
 

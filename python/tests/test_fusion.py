@@ -82,8 +82,8 @@ def test_row_or_column_operand_is_fused(rng, name, shape):
     the form with a full w, bit for bit as fusion off."""
     a, b, w_full = (rng.uniform(-2, 2, (37, 65)).astype(np.float32) for _ in range(3))
     w = rng.uniform(-2, 2, shape).astype(np.float32)
-    loss_on, grads_on, fused_on, kernels_on = run(True, LOSSES[name], a, b, w, False)
-    loss_off, grads_off, fused_off, _ = run(False, LOSSES[name], a, b, w, False)
-    assert fused_on == 1 and fused_off == 0
+    loss_on, grads_on, fused_on, kernels_on, fallbacks = run(True, LOSSES[name], a, b, w, False)
+    loss_off, grads_off, fused_off, _, _ = run(False, LOSSES[name], a, b, w, False)
+    assert fused_on == 1 and fused_off == 0 and fallbacks == 0
     assert kernels_on == run(True, LOSSES[name], a, b, w_full, False)[3]
     assert_bitwise(loss_on, grads_on, loss_off, grads_off)

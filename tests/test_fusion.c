@@ -26,7 +26,8 @@
  * A loss kernel
  * that fails to build (injected) leaves eager's results, and is not tried
  * again. The fused runs' kernel and pass counts are checked
- * through clmad_stats.
+ * through clmad_stats. Test stage_operands_of_other_shapes: the stages'
+ * w and a user stage's input as a row or a column (SHAPED, check_shaped).
  */
 #include <criterion/criterion.h>
 
@@ -50,7 +51,7 @@ static const char *SOURCE =
 enum form {
     DOT, DOT_SWAPPED, SUM, SUM_KEEPDIMS, MEAN,
     /* a stage z between y and the loss: */
-    SUM_MUL, SUM_MUL_SWAPPED, MEAN_MUL, SUM_DIV, SUM_SUB_SWAPPED, SUM_ADD_SCALAR, MEAN_MUL_SCALAR,
+    SUM_MUL, SUM_MUL_SWAPPED, MEAN_MUL, SUM_DIV, SUM_SUB_SWAPPED, SUM_ADD_SCALAR, MEAN_MUL_SCALAR, SUM_ADD,
     /* chains of stages: */
     SUM_ADD_MUL, MEAN_SQUARED_ERROR, SUM_EXP_NEG, SUM_FIVE_NEGS,
     /* user kernels as stages (USER_G, USER_H): */
@@ -68,7 +69,7 @@ enum hazard {
 };
 static const char *FORMS[] = {"dot(y, w)", "dot(w, y)", "sum(y)", "sum(y, keepdims)", "mean(y)", "sum(y * w)",
                               "sum(w * y)", "mean(y * w)", "sum(y / w)", "sum(w - y)", "sum(y + 0.5)",
-                              "mean(y * -3)", "sum((y + 0.5) * w)", "mean((y - w) ^ 2)", "sum(exp(-y))",
+                              "mean(y * -3)", "sum(y + w)", "sum((y + 0.5) * w)", "mean((y - w) ^ 2)", "sum(exp(-y))",
                               "sum(-(-(-(-(-y)))))", "sum(g(y, w))", "mean(g(y, 0.5))", "sum(h(g(y, w)) * w)",
                               "sum(g(g(y, w), w))", "dot(y + 0.5, w)", "dot(w, exp(-y))", "dot(g(y, 0.5), w)",
                               "dot(y, y)", "dot(exp(-y), exp(-y))"};
@@ -170,6 +171,7 @@ static clmad_tensor *stage(clmad_context *ctx, int f, clmad_tensor *y, clmad_ten
     case SUM_MUL_SWAPPED: CHECK_OK(ctx, clmad_mul(ctx, w, y, &z)); break;
     case SUM_DIV: CHECK_OK(ctx, clmad_div(ctx, y, w, &z)); break;
     case SUM_SUB_SWAPPED: CHECK_OK(ctx, clmad_sub(ctx, w, y, &z)); break;
+    case SUM_ADD: CHECK_OK(ctx, clmad_add(ctx, y, w, &z)); break;
     case SUM_ADD_SCALAR:
     case DOT_ADD_SCALAR: CHECK_OK(ctx, clmad_add_scalar(ctx, y, 0.5, &z)); break;
     case MEAN_MUL_SCALAR: CHECK_OK(ctx, clmad_mul_scalar(ctx, y, -3.0, &z)); break;
@@ -234,11 +236,16 @@ typedef struct program {
     int form, hazard;
     clmad_partials_policy policy;
     int w_grad; /* w (dot's, the stages') needs a gradient too */
+    int w_shape; /* the stages' w: y's shape, a row (cols,) or a column (rows, 1) */
+    int full_c;  /* the broadcast's c of y's shape, not a row: only w is broadcast */
 } program;
+enum { W_FULL, W_ROW, W_COL };
+static const char *W_SHAPES[] = {"", ", w a row", ", w a column"};
 
 static void run(clmad_context *ctx, const program *p, results *r)
 {
-    size_t shape[2] = {p->rows, p->cols}, row[2] = {1, p->cols};
+    size_t shape[2] = {p->rows, p->cols}, row[2] = {1, p->cols}, col[2] = {p->rows, 1};
+    const size_t *w_dims = p->w_shape == W_ROW ? shape + 1 : p->w_shape == W_COL ? col : shape;
     clmad_kernel *k;
     CHECK_OK(ctx, clmad_kernel_create(ctx, SOURCE, "f", 3, 1, &k));
     CHECK_OK(ctx, clmad_kernel_create(ctx, USER_G, "g", 2, 1, &kernel_g));
@@ -246,7 +253,8 @@ static void run(clmad_context *ctx, const program *p, results *r)
     CHECK_OK(ctx, clmad_set_partials_policy(ctx, p->policy));
     CHECK_OK(ctx, clmad_set_retain_tape(ctx, p->hazard == RETAIN));
     clmad_tensor *a = make(ctx, p->dtype, 2, shape, 0, 1), *b = make(ctx, p->dtype, 2, shape, 1, 1);
-    clmad_tensor *c = make(ctx, p->dtype, 2, row, 2, 0), *w = make(ctx, p->dtype, 2, shape, 3, p->w_grad);
+    clmad_tensor *c = make(ctx, p->dtype, 2, p->full_c ? shape : row, 2, 0);
+    clmad_tensor *w = make(ctx, p->dtype, p->w_shape == W_ROW ? 1 : 2, w_dims, 3, p->w_grad);
     clmad_tensor *in[3] = {a, b, c}, *y, *loss, *other = NULL, *z = NULL;
     clmad_stats s0, s1;
     CHECK_OK(ctx, clmad_context_stats(ctx, &s0));
@@ -386,9 +394,9 @@ static size_t first_difference(const results *a, const results *b, size_t size, 
 
 static void check(const program *p)
 {
-    test_set_case("%s %zux%zu %s%s %s %s: ", p->dtype == CLMAD_F64 ? "f64" : "f32", p->rows, p->cols,
-                  FORMS[p->form], p->w_grad ? " (w needing a gradient)" : "", HAZARDS[p->hazard],
-                  p->policy == CLMAD_PARTIALS_STORE ? "STORE" : "RECOMPUTE");
+    test_set_case("%s %zux%zu %s%s%s%s %s %s: ", p->dtype == CLMAD_F64 ? "f64" : "f32", p->rows, p->cols,
+                  FORMS[p->form], p->w_grad ? " (w needing a gradient)" : "", W_SHAPES[p->w_shape],
+                  p->full_c ? ", c full" : "", HAZARDS[p->hazard], p->policy == CLMAD_PARTIALS_STORE ? "STORE" : "RECOMPUTE");
     results fused = {0}, eager = {0};
     run(on, p, &fused);
     run(off, p, &eager);
@@ -399,7 +407,7 @@ static void check(const program *p)
     cr_assert_eq(eager.stats.fused_losses, 0, "%sfusion off fused a loss", test_case());
     /* The plain case fuses and uses the loss kernel's gradients (one
      * element reads every input as a scalar: eager then). */
-    if ((p->hazard == NONE || p->hazard == RELEASE_Y) && p->rows * p->cols > 1) {
+    if ((p->hazard == NONE || p->hazard == RELEASE_Y) && p->rows * p->cols > 1 && !(p->w_grad && p->w_shape)) {
         cr_assert_eq(fused.stats.fused_losses, 1, "%sno fused loss", test_case());
         cr_assert_eq(fused.stats.fusion_fallbacks, 0, "%sa fallback", test_case());
     }
@@ -422,16 +430,16 @@ static void check(const program *p)
  * row input c adds half a pass. The stage forms make the dot's passes. A
  * context whose loss kernels write their terms for the range pass
  * (clmad__loss_terms: Intel's CPU runtime) moves two passes more. */
-static void check_passes(int form, double expected, int w_grad)
+static void check_passes_of(int form, double expected, int w_grad, int w_shape)
 {
-    program p = {CLMAD_F32, 2, 32771, form, RELEASE_Y, CLMAD_PARTIALS_STORE, w_grad};
+    program p = {CLMAD_F32, 2, 32771, form, RELEASE_Y, CLMAD_PARTIALS_STORE, w_grad, w_shape, 0};
     results fused = {0}, eager = {0};
-    test_set_case("passes of %s%s: ", FORMS[form], w_grad ? ", w needing a gradient" : "");
+    test_set_case("passes of %s%s%s: ", FORMS[form], w_grad ? ", w needing a gradient" : "", W_SHAPES[w_shape]);
     run(on, &p, &fused);
     run(off, &p, &eager);
     double n = 2 * 32771.0 * 4, passes = (double)fused.stats.bytes_moved / n, eager_passes = (double)eager.stats.bytes_moved / n;
     const double fused_expected = expected + (clmad__loss_terms(on, -1) ? 2 : 0);
-    cr_assert(passes < fused_expected + 0.6 && passes >= fused_expected, "%s%.2f passes, not %.0f", test_case(),
+    cr_assert(passes < fused_expected + 0.6 && passes >= fused_expected, "%s%.2f passes, not %.1f", test_case(),
               passes, fused_expected);
     cr_assert(eager_passes > expected + 4.9, "%seager: %.2f passes", test_case(), eager_passes);
     cr_assert(fused.stats.kernels_launched < eager.stats.kernels_launched, "%sfused %llu kernels, eager %llu",
@@ -440,6 +448,11 @@ static void check_passes(int form, double expected, int w_grad)
     free(fused.bytes);
     free(eager.bytes);
     test_set_case(NULL);
+}
+
+static void check_passes(int form, double expected, int w_grad)
+{
+    check_passes_of(form, expected, w_grad, W_FULL);
 }
 
 /* Every loss kernel fails to build on a context with fusion on: each
@@ -453,7 +466,7 @@ static void check_build_failure(void)
     clmad__inject_build_failure(broken, CLMAD_MODE_LOSS);
     static const int forms[] = {DOT, MEAN, SUM_MUL, SUM_USER_USER_MUL};
     for (int f = 0; f < 4; f++) {
-        program p = {CLMAD_F32, 3, 33, forms[f], GRAD_PRESENT, CLMAD_PARTIALS_STORE, 0};
+        program p = {CLMAD_F32, 3, 33, forms[f], GRAD_PRESENT, CLMAD_PARTIALS_STORE, 0, W_FULL, 0};
         test_set_case("injected build failure, %s: ", FORMS[forms[f]]);
         results fused = {0}, eager = {0};
         run(broken, &p, &fused);
@@ -472,7 +485,7 @@ static void check_build_failure(void)
      * sum(y * w), y no longer fusible, summed its own held product): with
      * the compiler well again, it is still not tried. */
     clmad__inject_build_failure(broken, 0);
-    program p = {CLMAD_F32, 3, 33, SUM_MUL, READ_Y_FIRST, CLMAD_PARTIALS_STORE, 0};
+    program p = {CLMAD_F32, 3, 33, SUM_MUL, READ_Y_FIRST, CLMAD_PARTIALS_STORE, 0, W_FULL, 0};
     test_set_case("after an injected build failure: ");
     results again = {0};
     run(broken, &p, &again);
@@ -507,10 +520,10 @@ static void check_interleaved(void)
         for (size_t s = 0; s < n; s++)
             for (int form = DOT; form < N_FORMS; form += (s == 2 || lanes == 1 ? 3 : 2)) {
                 program p = {CLMAD_F32, sizes[s][0], sizes[s][1], form, NONE,
-                             form % 2 ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0};
+                             form % 2 ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0, W_FULL, 0};
                 check(&p);
             }
-        program p = {CLMAD_F32, 3, 33, SUM_MUL, SEED, CLMAD_PARTIALS_STORE, 0};
+        program p = {CLMAD_F32, 3, 33, SUM_MUL, SEED, CLMAD_PARTIALS_STORE, 0, W_FULL, 0};
         check(&p);
         clmad_context_release(on);
     }
@@ -542,12 +555,12 @@ static void check_terms(void)
         for (size_t s = 0; s < n; s++)
             for (int f = 0; f < 5; f++) {
                 program p = {CLMAD_F32, sizes[s][0], sizes[s][1], forms[f], NONE,
-                             f % 2 ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0};
+                             f % 2 ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0, W_FULL, 0};
                 check(&p);
             }
         for (int f = 0; f < 2; f++) {
             program p = {CLMAD_F32, sizes[n - 1][0], sizes[n - 1][1], f ? MEAN_SQUARED_ERROR : DOT, NONE,
-                         CLMAD_PARTIALS_STORE, 1};
+                         CLMAD_PARTIALS_STORE, 1, W_FULL, 0};
             check(&p);
         }
     }
@@ -777,12 +790,18 @@ Test(fusion, calls_between_the_broadcast_and_its_loss)
     clmad_context_release(eager);
 }
 
+/* The contexts on (fusion on) and off, with default options. */
+static void open_on_and_off(clmad_options *opt)
+{
+    on = test_context_with(opt);
+    opt->disable_fusion = 1;
+    off = test_context_with(opt);
+}
+
 Test(fusion, bitwise_equal_to_eager, .timeout = 900)
 {
     clmad_options opt = {0};
-    on = test_context_with(&opt);
-    opt.disable_fusion = 1;
-    off = test_context_with(&opt);
+    open_on_and_off(&opt);
     int64_t v;
     CHECK_OK(off, clmad_context_get_param(off, CLMAD_PARAM_DISABLE_FUSION, &v));
     cr_assert_eq(v, 1);
@@ -821,7 +840,7 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
                 if (sizes[s][1] == 1 && form > MEAN)
                     continue; /* one element is eager anyway (every input a scalar) */
                 program p = {CLMAD_F32, sizes[s][0], sizes[s][1], form, NONE,
-                             pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0};
+                             pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0, W_FULL, 0};
                 check(&p);
             }
     static const int hazard_forms[] = {DOT, SUM, MEAN, SUM_MUL, MEAN_MUL_SCALAR, MEAN_SQUARED_ERROR,
@@ -830,7 +849,7 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
         for (int f = 0; f < 9; f++)
             for (int pol = 0; pol < 2; pol++) {
                 int form = hazard_forms[f];
-                program p = {CLMAD_F32, 3, 33, form, hazard, pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0};
+                program p = {CLMAD_F32, 3, 33, form, hazard, pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0, W_FULL, 0};
                 if ((hazard == Z_USED && form < SUM_MUL) || (hazard == PLUS_STAGE && form >= SUM_MUL))
                     continue; /* no stage; PLUS_STAGE's g over y would end a chain's fusion */
                 check(&p);
@@ -843,13 +862,13 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
         for (int f = 0; f < 14; f++)
             for (int pol = 0; pol < 2; pol++) {
                 program p = {CLMAD_F32, sizes[s][0], sizes[s][1], w_forms[f], NONE,
-                             pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 1};
+                             pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 1, W_FULL, 0};
                 check(&p);
             }
     for (int hazard = READ_Y; hazard <= LAST_HAZARD; hazard++)
         for (int f = 0; f < 3; f++) {
             program p = {CLMAD_F32, 3, 33, f == 0 ? DOT : f == 1 ? SUM_MUL : MEAN_SQUARED_ERROR, hazard,
-                         hazard % 2 ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 1};
+                         hazard % 2 ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 1, W_FULL, 0};
             if ((hazard != Z_USED || p.form != DOT) && (hazard != PLUS_STAGE || p.form == DOT))
                 check(&p);
         }
@@ -857,7 +876,7 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
     static const int f64_forms[] = {DOT, MEAN, SUM_MUL_SWAPPED, MEAN_SQUARED_ERROR, SUM_EXP_NEG, SUM_USER_USER_MUL,
                                     DOT_USER_SCALAR, DOT_SELF_EXP_NEG};
     for (int f = 0; f < 8 && test_device_fp64(); f++) {
-        program p = {CLMAD_F64, 7, 33, f64_forms[f], NONE, f % 2 ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, 0};
+        program p = {CLMAD_F64, 7, 33, f64_forms[f], NONE, f % 2 ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, 0, W_FULL, 0};
         check(&p);
     }
     check_build_failure();
@@ -881,8 +900,132 @@ Test(fusion, long_user_loops, .timeout = 300)
     user_h_source = USER_H_LONG;
     static const size_t sizes[][2] = {{3, 11}, {5, 13107}};
     const size_t s = n_sizes(2, sizes) - 1; /* 3 x 11 under CLMAD_TEST_SMALL (Oclgrind) */
-    program p = {CLMAD_F32, sizes[s][0], sizes[s][1], SUM_USER_USER_MUL, NONE, CLMAD_PARTIALS_STORE, 0};
+    program p = {CLMAD_F32, sizes[s][0], sizes[s][1], SUM_USER_USER_MUL, NONE, CLMAD_PARTIALS_STORE, 0, W_FULL, 0};
     check(&p);
+    clmad_context_release(on);
+    clmad_context_release(off);
+}
+
+/* Stage operands of other shapes than y's that need no gradient: a row w
+ * (cols,) or a column w (rows, 1), read by the loss kernel at each
+ * element's broadcast offset. Sizes: rows shorter than a run (3 x 11),
+ * runs crossing rows (5 x 13107: 13107 = 3 x 17 x 257), runs aligned with
+ * rows (64 x 4096), one row (1 x 7: the row w is y's elements, the column
+ * one value); with c full, the broadcast reads no strided input and only
+ * w is indexed by coordinates. Also: the hazards, f64, GPUs' sums with and
+ * without lanes, the terms form, and the passes: w adds none. A w of these
+ * shapes that needs a gradient is not a stage (its gradient would be a
+ * reduction): bitwise with eager all the same. */
+typedef struct shaped {
+    int form, w_shape;
+} shaped;
+static const shaped SHAPED[] = {{SUM_MUL, W_ROW},      {SUM_MUL_SWAPPED, W_COL}, {MEAN_MUL, W_ROW},
+                                {SUM_ADD, W_COL},      {SUM_SUB_SWAPPED, W_COL}, {SUM_DIV, W_COL},
+                                {SUM_DIV, W_ROW},      {MEAN_SQUARED_ERROR, W_COL}, {SUM_ADD_MUL, W_ROW},
+                                {SUM_USER, W_ROW},     {SUM_USER, W_COL},        {SUM_USER_USER_MUL, W_ROW},
+                                {SUM_USER_TWICE, W_COL}};
+enum { N_SHAPED = sizeof SHAPED / sizeof SHAPED[0] };
+
+/* The fused context launches as many kernels for p as for p with a w of
+ * y's shape: the stages fused alike. (Without them fused, the stage under
+ * the loss is the loss kernel's broadcast, which also counts one fused
+ * loss: y is written first, and its node's backward runs.) */
+static void check_fused_as_full(const program *p)
+{
+    program full = *p;
+    full.w_shape = W_FULL;
+    results shaped = {0}, same = {0};
+    run(on, p, &shaped);
+    run(on, &full, &same);
+    cr_assert_eq(shaped.stats.kernels_launched, same.stats.kernels_launched,
+                 "%s%llu kernels launched, with a full w %llu", test_case(),
+                 (unsigned long long)shaped.stats.kernels_launched, (unsigned long long)same.stats.kernels_launched);
+    free(shaped.bytes);
+    free(same.bytes);
+}
+
+/* The forms of SHAPED, every `step`-th from the first, at rows x cols,
+ * each also with c full where its index is a multiple of full_c (> 0):
+ * each is a compile or two on POCL, so a few of them at the larger sizes.
+ * With as_full, each also launches as many kernels as with a full w. */
+static void check_shaped(size_t rows, size_t cols, int step, int full_c, int as_full)
+{
+    for (int f = 0; f < N_SHAPED; f += step)
+        for (int c = 0; c <= (full_c > 0 && f % full_c == 0); c++) {
+            program p = {CLMAD_F32, rows, cols, SHAPED[f].form, NONE,
+                         (f + c) % 2 ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0, SHAPED[f].w_shape, c};
+            check(&p);
+            if (as_full) {
+                test_set_case("%s, as with a full w: ", FORMS[p.form]);
+                check_fused_as_full(&p);
+                test_set_case(NULL);
+            }
+        }
+}
+
+Test(fusion, stage_operands_of_other_shapes, .timeout = 900)
+{
+    clmad_options opt = {0};
+    open_on_and_off(&opt);
+    static const size_t sizes[][2] = {{1, 7}, {3, 11}, {5, 13107}, {64, 4096}};
+    const int large = n_sizes(4, sizes) == 4; /* not with CLMAD_TEST_SMALL (Oclgrind) */
+    if (large) { /* over 2 rows: a row w is half a pass (as c is), a column w none */
+        check_passes_of(SUM_MUL, 4.5, 0, W_ROW);
+        check_passes_of(SUM_DIV, 4, 0, W_COL);
+        check_passes_of(SUM_USER, 4.5, 0, W_ROW);
+        check_passes_of(SUM_USER_USER_MUL, 4, 0, W_COL);
+    }
+    check_shaped(3, 11, 1, 6, 1);
+    check_shaped(1, 7, 12, 0, 0);
+    if (large) {
+        check_shaped(5, 13107, 3, 6, 0);
+        check_shaped(64, 4096, 6, 6, 0);
+    }
+    for (int hazard = READ_Y; hazard <= Z_USED; hazard++)
+        for (int f = 0; f < 3; f++) {
+            static const shaped forms[] = {{SUM_MUL, W_ROW}, {SUM_DIV, W_COL}, {SUM_USER_USER_MUL, W_ROW}};
+            program p = {CLMAD_F32, 3, 33, forms[f].form, hazard,
+                         f % 2 ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0, forms[f].w_shape, 0};
+            check(&p);
+        }
+    for (int f = 0; f < 4; f++) { /* needing a gradient: eager's */
+        program p = {CLMAD_F32, 3, 33, f < 2 ? SUM_MUL : SUM_USER, NONE, CLMAD_PARTIALS_STORE, 1,
+                     f % 2 ? W_COL : W_ROW, 0};
+        check(&p);
+    }
+    for (int f = 0; f < 2 && test_device_fp64(); f++) {
+        program p = {CLMAD_F64, 7, 33, SHAPED[9 * f].form, NONE, f ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE,
+                     0, SHAPED[9 * f].w_shape, f};
+        check(&p);
+    }
+    /* GPUs' sums, with lanes and without */
+    clmad_context *saved_on = on, *saved_off = off;
+    opt.disable_fusion = 1;
+    off = test_context_with(&opt);
+    clmad__sum_as_gpus(off, 1);
+    for (int lanes = 1; lanes <= 8; lanes += 7) {
+        opt.disable_fusion = 0;
+        on = test_context_with(&opt);
+        clmad__sum_as_gpus(on, lanes);
+        check_shaped(3, 11, lanes > 1 ? 6 : 12, 0, 0);
+        if (large && lanes > 1)
+            check_shaped(64, 4096, 6, 0, 0);
+        clmad_context_release(on);
+    }
+    clmad_context_release(off);
+    off = saved_off;
+    /* the terms form (Intel's CPU runtime), where sums go by ranges */
+    opt.disable_fusion = 0;
+    on = test_context_with(&opt);
+    clmad__loss_terms(on, 1);
+    size_t one = 1;
+    if (clmad__sum_by_ranges(on, 1, 1, &one)) {
+        check_shaped(3, 11, 6, 0, 0);
+        if (large)
+            check_shaped(5, 13107, 6, 0, 0);
+    }
+    clmad_context_release(on);
+    on = saved_on;
     clmad_context_release(on);
     clmad_context_release(off);
 }

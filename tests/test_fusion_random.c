@@ -18,7 +18,10 @@
  * gradient or not, an input of the broadcast, or y); then clmad_backward
  * with a NULL seed, ones, another value or a full tensor of the loss's
  * shape. Leaves are 0-d, (1, 1), rows, columns, vectors or y's shape, need
- * a gradient or not, and are now and then one tensor in two places. Per
+ * a gradient or not, and are now and then one tensor in two places; in one
+ * structure in six the builtins' new leaves, and the later user
+ * broadcasts' that need no gradient, are rows or columns needing none
+ * (the loss kernel reads such stage operands at broadcast offsets). Per
  * program also: f32 or f64 (where the device has it); STORE, RECOMPUTE or
  * AUTO, mixed within a program in one structure of six; the default chunk
  * cap (the 18-input kernel goes above POCL's 16 when 17 or 18 of its
@@ -233,6 +236,18 @@ static int draw_kind(uint64_t *rng)
     return r < 45 ? S_FULL : r < 60 ? S_SCALAR : r < 68 ? S_ONES : r < 80 ? S_ROW : r < 92 ? S_COL : S_VEC;
 }
 
+/* In one structure in six (2-d), a new leaf that a builtin takes, or one
+ * needing no gradient that a later user broadcast takes (loss kernels'
+ * stage operands), is a row or a column needing no gradient, by its
+ * index: the loss kernel reads it at each element's broadcast offset. The
+ * draws take no more numbers, so the other structures stay what they were. */
+static void stage_operand_shape(program *p, int leaf_index, int n_before)
+{
+    leaf *l = &p->leaves[leaf_index];
+    if (p->structure % 6 == 1 && p->ndim == 2 && leaf_index == n_before)
+        l->kind = leaf_index % 2 ? S_ROW : S_COL, l->grad = 0;
+}
+
 /* A new leaf of the kind, or now and then one drawn before with that kind
  * (one tensor in two places). */
 static int draw_leaf(uint64_t *rng, program *p, int kind, int grad)
@@ -281,7 +296,10 @@ static void draw_user(uint64_t *rng, program *p, step *st, int cur)
              * kernel takes no others) */
             int grad = bs_int(rng, 0, 99) < grad_pct;
             int kind = (j == 0 && cur < 0) || (grad && bs_int(rng, 0, 1)) ? S_FULL : draw_kind(rng);
+            const int n_before = p->n_leaves;
             st->in[j] = draw_leaf(rng, p, kind, grad);
+            if (cur >= 0 && !grad)
+                stage_operand_shape(p, st->in[j], n_before);
         }
     }
     /* The first broadcast's outer product: a column and a row, no full input. */
@@ -313,7 +331,9 @@ static void draw_stage(uint64_t *rng, program *p, step *st, int cur, int s)
             w = VALUE(bs_int(rng, 0, s - 2));
         else {
             int k = bs_int(rng, 0, 99);
+            const int n_before = p->n_leaves;
             w = draw_leaf(rng, p, k < 45 ? S_FULL : k < 75 ? S_SCALAR : draw_kind(rng), bs_int(rng, 0, 1));
+            stage_operand_shape(p, w, n_before);
         }
         st->in[1] = w;
         if (bs_int(rng, 0, 1))
@@ -913,6 +933,8 @@ static void check(const program *p, tally *t)
     X(F_OP_FULL, "a full operand") X(F_OP_SCALAR, "a 0-d operand") X(F_OP_ONES, "a (1, 1) operand")                \
     X(F_OP_ROW, "a row operand") X(F_OP_COL, "a column operand") X(F_OP_VEC, "a vector operand")                   \
     X(F_OP_EMPTY, "an empty operand") X(F_GRAD_W, "a builtin's operand needing a gradient")                        \
+    X(F_STAGE_BROADCAST, "a row or column operand of a builtin after a user broadcast, needing no gradient")      \
+    X(F_USER_STAGE_ROW, "a row or column input of a later user broadcast, needing no gradient")                   \
     X(F_SIZE_1, "1 element") X(F_SIZE_7, "7 elements") X(F_SIZE_33, "33 elements")                                 \
     X(F_SIZE_65537, "65537 elements") X(F_SIZE_2_20, "2^20 elements") X(F_EMPTY, "empty y") X(F_0D, "0-d y")       \
     X(F_SUM, "sum") X(F_SUM_KEEPDIMS, "sum, keepdims") X(F_MEAN, "mean") X(F_MEAN_KEEPDIMS, "mean, keepdims")      \
@@ -931,6 +953,16 @@ static void check(const program *p, tally *t)
 enum { FEATURES(FEATURE_ENUM) N_FEATURES };
 static const char *FEATURE_NAMES[] = {FEATURES(FEATURE_NAME)};
 
+/* 1 if operand o is a 2-d program's row, column or vector leaf needing no
+ * gradient (a loss kernel's stage reads it at broadcast offsets). */
+static int broadcast_leaf(const program *p, int o)
+{
+    if (o >= MAX_LEAVES || p->ndim != 2 || p->leaves[o].grad)
+        return 0;
+    const int kind = p->leaves[o].kind;
+    return (kind == S_COL && p->layout != 2) || (kind == S_ROW && p->layout != 1) || kind == S_VEC;
+}
+
 static void cover(const program *p, unsigned char *seen)
 {
     size_t n = y_numel(p);
@@ -948,6 +980,7 @@ static void cover(const program *p, unsigned char *seen)
             for (int j = 0; j < k; j++) {
                 active += needs_grad(p, st->in[j]);
                 seen[F_FEED] |= st->in[j] >= MAX_LEAVES;
+                seen[F_USER_STAGE_ROW] |= s > 0 && broadcast_leaf(p, st->in[j]);
                 for (int i = 0; i < j; i++) {
                     seen[F_FEED_TWICE] |= st->in[i] == st->in[j] && st->in[j] >= MAX_LEAVES;
                     seen[F_SAME_LEAF] |= st->in[i] == st->in[j] && st->in[j] < MAX_LEAVES;
@@ -967,6 +1000,7 @@ static void cover(const program *p, unsigned char *seen)
             seen[F_SELF] |= st->in[0] == st->in[1];
             seen[F_EARLIER] |= w >= MAX_LEAVES && w != VALUE(s - 1);
             seen[F_GRAD_W] |= w < MAX_LEAVES && p->leaves[w].grad;
+            seen[F_STAGE_BROADCAST] |= users && broadcast_leaf(p, w);
         } else {
             seen[(st->kind == SCALAR_OP ? F_ADD_S : F_NEG) + st->op] = 1;
         }

@@ -5,8 +5,8 @@
 off, bit for bit (docs/fusion.md). So does a second kernel after the first
 (g(f, w).sum(), g's function also named f): a user stage of the same loss
 kernel, which launches no more kernels than (f * w).sum(), as do g(f, 0.5).sum()
-and clmad.dot((-f).exp(), w). A regulariser added to the loss keeps the loss
-kernel's gradients in use."""
+and clmad.dot((-f).exp(), w); and so does a w that is a row or a column. A
+regulariser added to the loss keeps the loss kernel's gradients in use."""
 import numpy as np
 import pytest
 
@@ -64,7 +64,26 @@ def test_natural_loss_is_fused_and_bitwise_eager(rng, name, w_grad):
         assert kernels_on == run(True, LOSSES["sum(f * w)"], a, b, w, w_grad)[3] + constant
     if name == "dot(exp(-f), w)":  # the stages fused: the kernels of clmad.dot(f, w)
         assert kernels_on == run(True, lambda y, w, g: clmad.dot(y, w), a, b, w, w_grad)[3]
+    assert_bitwise(loss_on, grads_on, loss_off, grads_off)
+
+
+def assert_bitwise(loss_on, grads_on, loss_off, grads_off):
     assert loss_on.tobytes() == loss_off.tobytes()
     for g_on, g_off in zip(grads_on, grads_off):
         assert (g_on is None) == (g_off is None)
         assert g_on is None or g_on.tobytes() == g_off.tobytes()
+
+
+@pytest.mark.parametrize("name", ["sum(f * w)", "mean((f - w) ** 2)", "sum(g(f, w))"])
+@pytest.mark.parametrize("shape", [(65,), (37, 1)])
+def test_row_or_column_operand_is_fused(rng, name, shape):
+    """A stage's w that needs no gradient may be a row or a column: the loss
+    kernel reads it at each element's broadcast offset, with the kernels of
+    the form with a full w, bit for bit as fusion off."""
+    a, b, w_full = (rng.uniform(-2, 2, (37, 65)).astype(np.float32) for _ in range(3))
+    w = rng.uniform(-2, 2, shape).astype(np.float32)
+    loss_on, grads_on, fused_on, kernels_on, fallbacks = run(True, LOSSES[name], a, b, w, False)
+    loss_off, grads_off, fused_off, _, _ = run(False, LOSSES[name], a, b, w, False)
+    assert fused_on == 1 and fused_off == 0 and fallbacks == 0
+    assert kernels_on == run(True, LOSSES[name], a, b, w_full, False)[3]
+    assert_bitwise(loss_on, grads_on, loss_off, grads_off)

@@ -112,12 +112,12 @@ int clmad__kernel_arguments(const clmad_variant *v, clmad_kernel_arg *args)
             if (v->slot[j] != -1)
                 args[n++] = arg(CLMAD_ARG_TANGENT_IN, 0, 0, j, 0);
     int strided = 0;
-    for (int j = 0; j < v->n_inputs; j++)
+    for (int j = 0; j < clmad__variant_reads(v); j++)
         strided |= v->access[j] == CLMAD_ACCESS_STRIDED;
     if (strided) {
         for (int d = 0; d < v->nd; d++)
             args[n++] = arg(CLMAD_ARG_DIM, 0, 0, 0, d);
-        for (int j = 0; j < v->n_inputs; j++)
+        for (int j = 0; j < clmad__variant_reads(v); j++)
             if (v->access[j] == CLMAD_ACCESS_STRIDED)
                 for (int d = 0; d < v->nd; d++)
                     args[n++] = arg(CLMAD_ARG_STRIDE, 0, 0, j, d);

@@ -24,9 +24,11 @@ int clmad__variant_equal(const clmad_variant *a, const clmad_variant *b)
         a->loss_weighted != b->loss_weighted || a->loss_ranges != b->loss_ranges || a->loss_raw != b->loss_raw ||
         a->loss_stages != b->loss_stages || a->loss_stage_raw != b->loss_stage_raw ||
         a->loss_adj != b->loss_adj || a->loss_lanes != b->loss_lanes || a->loss_terms != b->loss_terms ||
-        a->loss_write_y != b->loss_write_y)
+        a->loss_write_y != b->loss_write_y || a->loss_extras != b->loss_extras)
         return 0;
-    size_t n = (size_t)a->n_inputs, K = (size_t)a->K, S = (size_t)a->loss_stages;
+    size_t n = (size_t)a->n_inputs, K = (size_t)a->K, S = (size_t)a->loss_stages, E = (size_t)a->loss_extras;
+    if (memcmp(a->loss_extra_stage, b->loss_extra_stage, E) || memcmp(a->loss_extra_input, b->loss_extra_input, E))
+        return 0;
     if (memcmp(a->loss_stage_kernel, b->loss_stage_kernel, S * sizeof a->loss_stage_kernel[0]) ||
         memcmp(a->loss_stage_inputs, b->loss_stage_inputs, S) ||
         memcmp(a->loss_stage_scalars, b->loss_stage_scalars, S * sizeof a->loss_stage_scalars[0]))
@@ -39,8 +41,8 @@ int clmad__variant_equal(const clmad_variant *a, const clmad_variant *b)
     if (memcmp(a->loss_stage, b->loss_stage, S) || memcmp(a->loss_stage_y, b->loss_stage_y, S) ||
         memcmp(a->loss_weight_scalar, b->loss_weight_scalar, S) || memcmp(a->loss_stage_wgrad, b->loss_stage_wgrad, S))
         return 0;
-    return memcmp(a->access, b->access, n) == 0 && memcmp(a->integer, b->integer, n) == 0 &&
-           memcmp(a->last_step, b->last_step, n) == 0 &&
+    return memcmp(a->access, b->access, n + E) == 0 && memcmp(a->integer, b->integer, n) == 0 &&
+           memcmp(a->last_step, b->last_step, n + E) == 0 &&
            memcmp(a->slot, b->slot, n) == 0 && memcmp(a->accumulate, b->accumulate, K) == 0;
 }
 

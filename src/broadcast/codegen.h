@@ -40,6 +40,10 @@ enum { CLMAD_STEP_ARGUMENT = 0, CLMAD_STEP_ZERO = 1, CLMAD_STEP_ONE = 2 };
 /* Inputs of a loss kernel's user stages that need a gradient, at most. */
 enum { CLMAD_MAX_USER_GRADS = 8 };
 
+/* A loss kernel's stage operands of another shape than y's, at most (the
+ * loss's extra inputs: loss_extras). */
+enum { CLMAD_MAX_LOSS_EXTRAS = 8 };
+
 /* Everything that changes the generated source, and nothing else: shapes
  * and strides are kernel arguments, so one variant serves every size. */
 typedef struct clmad_variant {
@@ -112,7 +116,23 @@ typedef struct clmad_variant {
     int loss_terms;                     /* ranges: one element per work-item, its term written
                                            at its index of SUMS (of n), which the range pass
                                            then sums (broadcast/held.c) */
+    /* Stage operands (a builtin's w_i, a user stage's STAGE_INPUT) of
+     * another shape than y's that broadcasts to it, not 0-d (a row, a
+     * column), needing no gradient: extra e is stage loss_extra_stage[e]'s
+     * operand loss_extra_input[e] (a builtin's w: 1 - loss_stage_y), read
+     * as input n_inputs + e of the loss's plan (access, last_step and its
+     * STRIDE arguments there), at the element's broadcast offset as the
+     * broadcast's strided inputs are (loss_operands.c). */
+    int loss_extras;
+    unsigned char loss_extra_stage[CLMAD_MAX_LOSS_EXTRAS], loss_extra_input[CLMAD_MAX_LOSS_EXTRAS];
 } clmad_variant;
+
+/* The arrays a variant indexes as inputs: the kernel's, then a loss
+ * kernel's extras. */
+static inline int clmad__variant_reads(const clmad_variant *v)
+{
+    return v->n_inputs + v->loss_extras;
+}
 
 /* Parts per work-group of a loss kernel with lanes: one warp's worth, so
  * that neighbouring work-items read neighbouring elements. */
@@ -157,8 +177,9 @@ enum {
  *     STAGE_GRAD s where loss_stage_wgrad[s], STAGE_INPUT s j for each user
  *     stage s and its input j other than loss_stage_y[s], USER_GRAD u for
  *     u < loss_user_grads, GRAD s, INPUT j;
- *   when any input is strided: DIM d, then per strided input STRIDE j d,
- *     then with div_by_mul DIVISOR d for d = 1 .. nd - 1. */
+ *   when any input (or a LOSS kernel's extra, j = n_inputs + e) is
+ *     strided: DIM d, then per strided one STRIDE j d, then with div_by_mul
+ *     DIVISOR d for d = 1 .. nd - 1. */
 typedef enum clmad_arg_kind {
     CLMAD_ARG_COUNT,       /* ulong: elements of the output */
     CLMAD_ARG_VALUE,       /* output o's values (written) */
@@ -250,6 +271,10 @@ void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v);
 /* Before a run's loop (row_runs): the column of clmad__first in the last
  * dimension and the offsets of its row (and of the next) per strided input. */
 void clmad__emit_row_offsets(clmad_strbuf *sb, const clmad_variant *v);
+
+/* The index at which input j (< clmad__variant_reads) is read at the
+ * element of clmad__emit_element (which forms its coordinates). */
+void clmad__emit_index(clmad_strbuf *sb, const clmad_variant *v, int j);
 
 /* The element at clmad__e of the body: coordinates, inputs, the call into
  * clmad__b<o> (codegen_body.c); the LOSS body around it (codegen_loss.c). */

@@ -17,8 +17,7 @@ static void emit_last_term(clmad_strbuf *sb, const clmad_variant *v, int j, cons
         clmad__sb_printf(sb, "%s%s * %sclmad__s%d_%d", sep, coord, v->div_by_mul ? "(uint)" : "", j, v->nd - 1);
 }
 
-/* The index expression at which input j is read. */
-static void emit_index(clmad_strbuf *sb, const clmad_variant *v, int j)
+void clmad__emit_index(clmad_strbuf *sb, const clmad_variant *v, int j)
 {
     switch (v->access[j]) {
     case CLMAD_ACCESS_SCALAR:
@@ -94,12 +93,12 @@ void clmad__emit_row_offsets(clmad_strbuf *sb, const clmad_variant *v)
     for (int which = 0; which < (v->row_runs == CLMAD_ROWS_ALIGNED ? 1 : 2); which++) {
         clmad__sb_printf(sb, "    ulong clmad__row%d_r = clmad__first / clmad__dim%d + %d;\n", which, L,
                          which);
-        for (int j = 0; j < v->n_inputs; j++)
+        for (int j = 0; j < clmad__variant_reads(v); j++)
             if (v->access[j] == CLMAD_ACCESS_STRIDED)
                 clmad__sb_printf(sb, "    ulong clmad__row%d_%d = 0;\n", which, j);
         for (int d = L - 1; d >= 0; d--) {
             clmad__sb_printf(sb, "    {\n        const ulong clmad__c = clmad__row%d_r %% clmad__dim%d;\n", which, d);
-            for (int j = 0; j < v->n_inputs; j++)
+            for (int j = 0; j < clmad__variant_reads(v); j++)
                 if (v->access[j] == CLMAD_ACCESS_STRIDED)
                     clmad__sb_printf(sb, "        clmad__row%d_%d += clmad__c * clmad__s%d_%d;\n", which, j, j, d);
             clmad__sb_printf(sb, "        clmad__row%d_r /= clmad__dim%d;\n    }\n", which, d);
@@ -140,7 +139,7 @@ void clmad__remacro(clmad_strbuf *sb, const char *const *words)
 void clmad__emit_element(clmad_strbuf *sb, const clmad_variant *v)
 {
     int strided = 0;
-    for (int j = 0; j < v->n_inputs; j++)
+    for (int j = 0; j < clmad__variant_reads(v); j++)
         strided |= v->access[j] == CLMAD_ACCESS_STRIDED;
     if (strided && v->row_runs == CLMAD_ROWS_ALIGNED) {
         clmad__sb_append(sb, "    const ulong clmad__cl = clmad__col0 + (clmad__e - clmad__first);\n");
@@ -198,10 +197,10 @@ void clmad__emit_element(clmad_strbuf *sb, const clmad_variant *v)
             clmad__sb_printf(sb, "    T clmad__a%d = clmad__tangent(clmad__x%d[", j, j);
         else
             clmad__sb_printf(sb, "    T clmad__a%d = clmad__const(clmad__x%d[", j, j);
-        emit_index(sb, v, j);
+        clmad__emit_index(sb, v, j);
         if (tangent) {
             clmad__sb_printf(sb, "], clmad__tx%d[", j);
-            emit_index(sb, v, j);
+            clmad__emit_index(sb, v, j);
         }
         clmad__sb_append(sb, v->integer[j] ? "];\n" : "]);\n");
     }

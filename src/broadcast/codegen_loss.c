@@ -13,8 +13,6 @@
  */
 #include "broadcast/codegen.h"
 
-#include <stdio.h>
-
 /* The stages' functions, as the builtins' sources call them (ops/builtins.h). */
 static const char *const STAGE_FN[] = {
     [CLMAD_STAGE_ADD] = "ad_add",   [CLMAD_STAGE_SUB] = "ad_sub",         [CLMAD_STAGE_MUL] = "ad_mul",
@@ -41,6 +39,18 @@ static const char *emit_dot_term(clmad_strbuf *sb, const clmad_variant *v, const
     return "clmad__wv";
 }
 
+/* The index at which stage i's operand j is read: an extra's broadcast
+ * offset (loss_extras), 0 for one value (`scalar`), else the element's. */
+static void emit_operand_index(clmad_strbuf *sb, const clmad_variant *v, int i, int j, int scalar)
+{
+    for (int e = 0; e < v->loss_extras; e++)
+        if (v->loss_extra_stage[e] == i && v->loss_extra_input[e] == j) {
+            clmad__emit_index(sb, v, v->n_inputs + e);
+            return;
+        }
+    clmad__sb_append(sb, scalar ? "0" : "clmad__e");
+}
+
 /* User stage i's dual clmad__<name><id> seeded on its input `seed` (slot
  * 0), the others constants: z_i-1's value and the STAGE_INPUTs. */
 static void emit_user_stage_dual(clmad_strbuf *sb, const clmad_variant *v, int i, int seed, const char *name,
@@ -51,9 +61,11 @@ static void emit_user_stage_dual(clmad_strbuf *sb, const clmad_variant *v, int i
         const char *sep = j ? ", " : "", *how = j == seed ? "seed0" : "const";
         if (j == v->loss_stage_y[i])
             clmad__sb_printf(sb, "%sclmad__%s(clmad__v)", sep, how);
-        else
-            clmad__sb_printf(sb, "%sclmad__%s(clmad__su%d_%d[%s])", sep, how, i, j,
-                             (v->loss_stage_scalars[i] >> j) & 1u ? "0" : "clmad__e");
+        else {
+            clmad__sb_printf(sb, "%sclmad__%s(clmad__su%d_%d[", sep, how, i, j);
+            emit_operand_index(sb, v, i, j, (v->loss_stage_scalars[i] >> j) & 1u);
+            clmad__sb_append(sb, "])");
+        }
     }
     clmad__sb_append(sb, ");\n");
 }
@@ -69,12 +81,18 @@ static void emit_stage_dual(clmad_strbuf *sb, const clmad_variant *v, int i, int
         clmad__sb_printf(sb, "    const T clmad__z%d = %s(clmad__seed0(clmad__v));\n", i, fn);
         return;
     }
-    char w[64], value[32];
-    snprintf(w, sizeof w, "clmad__%s(clmad__w%d[%s])", wrt_w ? "seed0" : "const", i,
-             v->loss_weight_scalar[i] ? "0" : "clmad__e");
-    snprintf(value, sizeof value, "clmad__%s(clmad__v)", wrt_w ? "const" : "seed0");
-    clmad__sb_printf(sb, "    const T clmad__z%s%d = %s(%s, %s);\n", wrt_w ? "w" : "", i, fn,
-                     v->loss_stage_y[i] ? w : value, v->loss_stage_y[i] ? value : w);
+    clmad__sb_printf(sb, "    const T clmad__z%s%d = %s(", wrt_w ? "w" : "", i, fn);
+    for (int side = 0; side < 2; side++) {
+        const char *sep = side ? ", " : "";
+        if (side == v->loss_stage_y[i]) {
+            clmad__sb_printf(sb, "%sclmad__%s(clmad__v)", sep, wrt_w ? "const" : "seed0");
+            continue;
+        }
+        clmad__sb_printf(sb, "%sclmad__%s(clmad__w%d[", sep, wrt_w ? "seed0" : "const", i);
+        emit_operand_index(sb, v, i, side, v->loss_weight_scalar[i]);
+        clmad__sb_append(sb, "])");
+    }
+    clmad__sb_append(sb, ");\n");
 }
 
 /* The stages z_i = op_i(z_i-1, w_i) (or op_i(w_i, z_i-1), op_i(z_i-1)) from

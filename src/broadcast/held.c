@@ -7,6 +7,7 @@
  */
 #include "broadcast/held.h"
 #include "broadcast/launch.h"
+#include "broadcast/loss_operands.h"
 #include "broadcast/node.h"
 #include "runtime/primitives.h"
 #include "runtime/scope.h"
@@ -135,7 +136,8 @@ int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor 
     if (w->held || w->dtype != y->dtype)
         return 0;
     if (!clmad__needs_grad(ctx, w))
-        return clmad__same_shape(w, y) || ((flags & CLMAD_LOSS_W_SCALAR) && w->ndim == 0);
+        return clmad__same_shape(w, y) || ((flags & CLMAD_LOSS_W_SCALAR) && w->ndim == 0) ||
+               ((flags & CLMAD_LOSS_W_BROADCAST) && clmad__broadcasts_to(w, y));
     for (int j = 0; j < k->n_inputs; j++)
         if (inputs[j] == w)
             return 0;
@@ -161,7 +163,8 @@ int clmad__bcast_user_stage(clmad_context *ctx, const clmad_kernel *k, clmad_ten
         return 0;
     for (int j = 0; j < k->n_inputs; j++) {
         const int grad = j != found && clmad__needs_grad(ctx, inputs[j]);
-        if (j != found && !clmad__same_shape(inputs[j], inputs[found]) && (grad || inputs[j]->ndim != 0))
+        if (j != found && !clmad__same_shape(inputs[j], inputs[found]) &&
+            (grad || !clmad__broadcasts_to(inputs[j], inputs[found])))
             return 0;
         for (int i = 0; grad && i < j; i++)
             if (inputs[i] == inputs[j])
@@ -225,7 +228,7 @@ static void loss_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, cl
         }
         v->loss_stage[s] = (char)form->stage[s];
         v->loss_stage_y[s] = (char)form->stage_y[s];
-        v->loss_weight_scalar[s] = form->stage_w[s] && !clmad__same_shape(form->stage_w[s], y);
+        v->loss_weight_scalar[s] = form->stage_w[s] && form->stage_w[s]->ndim == 0;
         v->loss_stage_wgrad[s] = (char)form->stage_wgrad[s];
         if (form->stage_w[s])
             weights[s] = form->stage_w[s];
@@ -263,10 +266,11 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const 
     bcast_held *h = (bcast_held *)y->held;
     clmad_kernel *k = h->k;
     clmad_bcast_plan plan;
+    clmad_loss_extras extras;
     g->n = 0;
     clmad_status st = clmad__tensors_ready(h->inputs, h->k->n_inputs);
     if (st == CLMAD_OK)
-        st = clmad__plan_broadcast(ctx, k->fn_name, h->inputs, k->n_inputs, &plan);
+        st = clmad__loss_plan(ctx, k, h->inputs, form, y, &extras, &plan);
     if (st != CLMAD_OK)
         return st;
     uint64_t mask = 0;
@@ -274,6 +278,7 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const 
     clmad_variant v;
     clmad_tensor *weights[CLMAD_MAX_LOSS_STAGES + 1] = {0};
     loss_variant(k, &plan, y, form, ranges, &v, weights);
+    clmad__loss_variant_extras(&v, &plan, &extras);
     clmad__scope_pause(ctx); /* the gradients are clmad's until backward hands them on */
     st = extra_outputs(ctx, y, form, g);
     for (int j = 0; j < k->n_inputs && st == CLMAD_OK; j++) {

@@ -34,17 +34,18 @@ void clmad__loss_grads_release(clmad_loss_grads *g);
 
 /* 1 if y is a held broadcast's output on the current tape that no loss
  * kernel has read yet, and w (NULL for a plain sum) is not held, has y's
- * dtype and shape (or is 0-d: CLMAD_LOSS_W_SCALAR) and needs no gradient
+ * dtype and shape (or is 0-d: CLMAD_LOSS_W_SCALAR; or broadcasts to y's
+ * shape, a row or a column: CLMAD_LOSS_W_BROADCAST) and needs no gradient
  * (or, with CLMAD_LOSS_W_GRAD, does and has y's shape, and is none of y's
  * broadcast's inputs: its gradient then has one contribution here). */
-enum { CLMAD_LOSS_W_SCALAR = 1, CLMAD_LOSS_W_GRAD = 2 };
+enum { CLMAD_LOSS_W_SCALAR = 1, CLMAD_LOSS_W_GRAD = 2, CLMAD_LOSS_W_BROADCAST = 4 };
 int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, int flags);
 
 /* 1 if k over inputs may be a user stage of a loss kernel (CLMAD_STAGE_USER,
  * codegen.h): fusion is on, k has one output and T inputs only, input *pos
  * is a held broadcast a loss may fuse (clmad__bcast_loss_fusible) of the
  * output's shape, and every other input is not held and has that shape or
- * (needing no gradient) is 0-d. */
+ * (needing no gradient) broadcasts to it: 0-d, a row, a column. */
 int clmad__bcast_user_stage(clmad_context *ctx, const clmad_kernel *k, clmad_tensor *const *inputs, int *pos);
 
 /* 1 if t is a held broadcast's output that no loss kernel has read: *k
@@ -60,9 +61,11 @@ typedef struct clmad_loss_form {
     int self_dot;          /* clmad_dot(z, z): z's own values are w (w NULL) */
     int n_stages;          /* 0 to CLMAD_MAX_LOSS_STAGES (codegen.h) */
     int stage[CLMAD_MAX_LOSS_STAGES], stage_y[CLMAD_MAX_LOSS_STAGES]; /* CLMAD_STAGE_*; z_i-1's operand */
-    clmad_tensor *stage_w[CLMAD_MAX_LOSS_STAGES]; /* w_i: y's shape or 0-d; NULL for one operand */
+    clmad_tensor *stage_w[CLMAD_MAX_LOSS_STAGES]; /* w_i: y's shape, or (needing no gradient) 0-d
+                                                     or broadcast to it; NULL for one operand */
     /* CLMAD_STAGE_USER: the user kernel and its inputs (z_i-1 at stage_y[i],
-     * the others y's shape or 0-d and needing no gradient: clmad__bcast_user_stage) */
+     * the others y's shape, or broadcast to it and needing no gradient:
+     * clmad__bcast_user_stage) */
     clmad_kernel *stage_kernel[CLMAD_MAX_LOSS_STAGES];
     clmad_tensor *const *stage_inputs[CLMAD_MAX_LOSS_STAGES];
     /* the user stages' other inputs that need a gradient: stage, input, and

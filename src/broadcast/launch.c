@@ -77,18 +77,13 @@ static uint64_t launch_bytes(const clmad_variant *v, const clmad_bcast_plan *pla
                   (uint64_t)v->loss_user_grads + (v->loss_terms ? 1 : 0);
         small += v->loss_terms ? 0 : a->parts;
         for (int s = 0; s < v->loss_stages; s++)
-            if (v->loss_stage[s] < CLMAD_STAGE_NEG) {
-                arrays += (v->loss_weight_scalar[s] ? 0 : 1) + (v->loss_stage_wgrad[s] ? 1 : 0);
-                small += v->loss_weight_scalar[s] ? 1 : 0;
+            if (v->loss_stage[s] < CLMAD_STAGE_NEG) { /* w_i by its own size: y's, a row, one value */
+                arrays += v->loss_stage_wgrad[s] ? 1 : 0;
+                small += a->weights[s]->numel;
             } else if (v->loss_stage[s] == CLMAD_STAGE_USER) {
-                for (int j = 0; j < v->loss_stage_inputs[s]; j++) {
-                    if (j == v->loss_stage_y[s])
-                        continue;
-                    if ((v->loss_stage_scalars[s] >> j) & 1u)
-                        small++;
-                    else
-                        arrays++;
-                }
+                for (int j = 0; j < v->loss_stage_inputs[s]; j++)
+                    if (j != v->loss_stage_y[s])
+                        small += a->stage_inputs[s][j]->numel;
             }
     } else if (v->mode == CLMAD_MODE_VJP || v->mode == CLMAD_MODE_STORED) {
         for (int o = 0; o < v->n_outputs; o++)

@@ -13,6 +13,7 @@
 #include "ops/fused_loss.h"
 #include "broadcast/held.h"
 #include "broadcast/launch.h"
+#include "broadcast/loss_operands.h"
 #include "broadcast/node.h"
 #include "base/log.h"
 #include "ops/builtins.h"
@@ -90,7 +91,7 @@ static clmad_status loss_value(clmad_context *ctx, clmad_tensor *y, const clmad_
 
 /* The stage z is, when z is a held builtin of ctx (ops/elementwise.c held
  * it) over a held broadcast a loss may fuse, *below, at operand *pos, the
- * other operand (*w) of its shape or 0-d (when it needs no gradient). */
+ * other operand (*w) of its shape, or broadcast to it when it needs no gradient. */
 static int stage_under(clmad_context *ctx, clmad_tensor *z, int *stage, int *pos, clmad_tensor **below,
                     clmad_tensor **w, clmad_kernel **user, clmad_tensor *const **user_inputs)
 {
@@ -110,7 +111,8 @@ static int stage_under(clmad_context *ctx, clmad_tensor *z, int *stage, int *pos
         return clmad__bcast_loss_fusible(ctx, in[0], NULL, 0);
     }
     for (*pos = 0; *stage && *pos < 2; ++*pos)
-        if (clmad__bcast_loss_fusible(ctx, in[*pos], in[1 - *pos], CLMAD_LOSS_W_SCALAR | CLMAD_LOSS_W_GRAD)) {
+        if (clmad__bcast_loss_fusible(ctx, in[*pos], in[1 - *pos],
+                                      CLMAD_LOSS_W_SCALAR | CLMAD_LOSS_W_GRAD | CLMAD_LOSS_W_BROADCAST)) {
             *below = in[*pos], *w = in[1 - *pos];
             return 1;
         }
@@ -165,7 +167,7 @@ static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_l
         form->stage_wgrad[i] = form->stage_w[i] && clmad__needs_grad(ctx, form->stage_w[i]);
     if (n && form->stage_wgrad[n - 1] && form->stage_raw && !*clmad__adjoint_slot(ctx, z->node, 1 - form->stage_y[n - 1]))
         form->stage_wgrad[n - 1] = 2;
-    if (!clmad__fused_user_grads(ctx, form, z, cur)) {
+    if (!clmad__fused_user_grads(ctx, form, z, cur) || !clmad__loss_extras_fit(form, cur)) {
         clmad_tensor *w = form->w;
         const int self = form->self_dot;
         memset(form, 0, sizeof *form);

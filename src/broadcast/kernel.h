@@ -29,7 +29,7 @@ struct clmad_kernel {
                                        stage again (its output is the loss kernel's y) */
     uint64_t id;                    /* unique in the process: a loss variant names its user
                                        stages by it (codegen.h) */
-    unsigned identity_inputs;       /* bit j: d output / d input j is exactly 1 (a builtin
+    uint64_t identity_inputs;       /* bit j: d output / d input j is exactly 1 (a builtin
                                        add's inputs, sub's first: ops/elementwise.c), so
                                        backward hands the adjoint on as it is (node.c) */
 };

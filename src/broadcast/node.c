@@ -103,8 +103,9 @@ static clmad_status target_close(clmad_context *ctx, clmad_node *node, grad_targ
 
 /* STORE, the one output's adjoint exactly 1 (a loss that sums the output,
  * seeded by clmad_backward): input j's gradient is its stored partial, as
- * the kernel would form it (1 * partial, bitwise), so the partial's buffer
- * becomes the gradient and no kernel runs for j. Only into an empty slot,
+ * the kernel would form it (1 * partial, bitwise but for a partial of -0,
+ * kept where adjoint_times gives +0: hands_on says how fusion agrees), so
+ * the partial's buffer becomes the gradient and no kernel runs for j. Only into an empty slot,
  * from a full-shape input, and when no later backward reads the partials
  * (the tape is not retained). */
 static int take_partial(clmad_context *ctx, clmad_node *node, bcast_data *d, const clmad_bcast_plan *plan,
@@ -150,13 +151,13 @@ static int hands_on(clmad_context *ctx, const clmad_node *node, const bcast_data
  * the chunk; RECOMPUTE forms the partials with the dual kernel, STORE reads
  * those of the forward pass. */
 static clmad_status chunked_backward(clmad_context *ctx, clmad_node *node, bcast_data *d,
-                                     const clmad_bcast_plan *plan)
+                                     const clmad_bcast_plan *plan, uint64_t handed)
 {
     clmad_kernel *k = d->k;
     int n_in = node->n_inputs, n_out = node->n_outputs;
     int act[CLMAD_MAX_INPUTS], n_act = 0;
     for (int j = 0; j < n_in; j++)
-        if (is_active(d, j) && clmad__adjoint_slot(ctx, node, j) && !hands_on(ctx, node, d, plan, j) &&
+        if (is_active(d, j) && !((handed >> j) & 1u) && clmad__adjoint_slot(ctx, node, j) &&
             !take_partial(ctx, node, d, plan, j))
             act[n_act++] = j;
     if (n_act == 0)
@@ -218,17 +219,20 @@ static clmad_status bcast_backward(clmad_context *ctx, clmad_node *node)
     clmad_status st = clmad__plan_broadcast(ctx, node->name, node->inputs, node->n_inputs, &plan);
     if (st != CLMAD_OK || plan.numel == 0)
         return st;
-    int rest = 0; /* inputs left for a kernel */
+    uint64_t handed = 0; /* bit j: input j took the adjoint as it is */
+    int rest = 0;        /* inputs left for a kernel */
     for (int j = 0; j < node->n_inputs && st == CLMAD_OK; j++)
-        if (hands_on(ctx, node, d, &plan, j))
+        if (hands_on(ctx, node, d, &plan, j)) {
             st = clmad__give_adjoint(ctx, node, j, node->out_adj[0], node->out_adj_scale[0]);
-        else
+            handed |= (uint64_t)1 << j;
+        } else {
             rest |= is_active(d, j);
+        }
     /* Recomputing reads the inputs: a fused stage's may still be held
      * (its loss fell back: ops/fused_loss.c). */
     if (st == CLMAD_OK && rest && !d->stored)
         st = clmad__tensors_ready(node->inputs, node->n_inputs);
-    return st == CLMAD_OK && rest ? chunked_backward(ctx, node, d, &plan) : st;
+    return st == CLMAD_OK && rest ? chunked_backward(ctx, node, d, &plan, handed) : st;
 }
 
 static int choose_store(const clmad_context *ctx, const clmad_bcast_plan *plan, int n_active,

@@ -63,6 +63,13 @@ static int stage_of(clmad_builtin_id id)
     }
 }
 
+/* The inputs whose partial is exactly 1 (bit j): an add's both, a sub's
+ * first. Backward hands them the adjoint as it is (broadcast/node.c). */
+static uint64_t identity_inputs(clmad_builtin_id id)
+{
+    return id == CLMAD_BUILTIN_ADD ? 3u : id == CLMAD_BUILTIN_SUB ? 1u : 0u;
+}
+
 int clmad__builtin_stage(const clmad_context *ctx, const clmad_kernel *k)
 {
     for (int id = 0; ctx->builtins && id < CLMAD_BUILTIN_COUNT; id++)
@@ -119,7 +126,7 @@ static clmad_status builtin(clmad_context *ctx, clmad_builtin_id id, clmad_tenso
                                               1, k);
         if (st != CLMAD_OK)
             return st;
-        (*k)->identity_inputs = id == CLMAD_BUILTIN_ADD ? 3u : id == CLMAD_BUILTIN_SUB ? 1u : 0u;
+        (*k)->identity_inputs = identity_inputs(id);
     }
     return clmad_broadcast(ctx, *k, inputs, out);
 }

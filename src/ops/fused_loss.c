@@ -183,8 +183,8 @@ clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor
 {
     *fused = NULL;
     *out = NULL;
-    /* The mean's adjoint: its backward's 1 * scale, rounded to the dtype. */
-    /* dot(y, y): y's own values weigh it, its adjoint y + y (emit_dot_term) */
+    /* dot(y, y): y's own values weigh it, its adjoint y + y (emit_dot_term).
+     * The mean's adjoint: its backward's 1 * scale, rounded to the dtype. */
     const int self = w == y;
     clmad_loss_form form = {.w = self ? NULL : w, .self_dot = self, .adj = scale};
     clmad_tensor *over = y; /* the held broadcast the kernel evaluates */
@@ -208,7 +208,7 @@ clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor
     form.write_y = form.w && clmad__needs_grad(ctx, form.w); /* dot's w: its gradient is y */
     /* A STORE node would hand its partials over whole to an adjoint of 1
      * (node.c's take_partial): so does the loss kernel. */
-    f->raw = form.raw = !w && !staged && scale == 1.0 && !ctx->tape.retain &&
+    f->raw = form.raw = !form.w && !form.self_dot && !staged && scale == 1.0 && !ctx->tape.retain &&
                         clmad__bcast_node_wants_partials(y->node);
     clmad_status st = loss_value(ctx, over, &form, f, scale, out_ndim, out_shape, out);
     if (st != CLMAD_OK) {

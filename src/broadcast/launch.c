@@ -20,6 +20,15 @@ void clmad__bcast_variant_runs(clmad_variant *v, const clmad_bcast_plan *plan, i
     v->div_by_mul = v->nd > 1 && !v->row_runs && plan->numel < ((size_t)1 << 31);
 }
 
+void clmad__variant_access(clmad_variant *v, const clmad_bcast_plan *plan, int j)
+{
+    v->access[j] = (char)plan->access[j];
+    if (v->nd > 0 && plan->access[j] == CLMAD_ACCESS_STRIDED) {
+        size_t step = plan->strides[j][plan->nd - 1];
+        v->last_step[j] = (char)(step == 0 ? CLMAD_STEP_ZERO : step == 1 ? CLMAD_STEP_ONE : CLMAD_STEP_ARGUMENT);
+    }
+}
+
 void clmad__bcast_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, clmad_dtype dtype,
                           clmad_mode mode, clmad_variant *v)
 {
@@ -34,14 +43,10 @@ void clmad__bcast_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, c
      * (in runs only when it sums a range: clmad__bcast_variant_runs). */
     clmad__bcast_variant_runs(v, plan, mode == CLMAD_MODE_LOSS ? 1 : clmad__items_per_work_item(k->ctx));
     for (int j = 0; j < k->n_inputs; j++) {
-        v->access[j] = (char)plan->access[j];
+        clmad__variant_access(v, plan, j);
         v->integer[j] = clmad__kernel_integer(k, j) ? (char)k->params[j].dtype : 0;
         v->slot[j] = mode == CLMAD_MODE_PARTIALS || mode == CLMAD_MODE_VJP || mode == CLMAD_MODE_SECOND ||
                              mode == CLMAD_MODE_LOSS ? -1 : 0;
-        if (v->nd > 0 && plan->access[j] == CLMAD_ACCESS_STRIDED) {
-            size_t step = plan->strides[j][plan->nd - 1];
-            v->last_step[j] = (char)(step == 0 ? CLMAD_STEP_ZERO : step == 1 ? CLMAD_STEP_ONE : CLMAD_STEP_ARGUMENT);
-        }
     }
 }
 

@@ -33,6 +33,10 @@ static inline clmad_dtype clmad__bcast_dtype(const clmad_kernel *k, clmad_tensor
     return inputs[k->first_T]->dtype;
 }
 
+/* Input j's access class in v, and the step of its last collapsed
+ * dimension where it is strided (v->nd set). */
+void clmad__variant_access(clmad_variant *v, const clmad_bcast_plan *plan, int j);
+
 /* A variant of k for plan in mode, every input unseeded. */
 void clmad__bcast_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, clmad_dtype dtype,
                           clmad_mode mode, clmad_variant *v);

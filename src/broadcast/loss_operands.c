@@ -6,6 +6,7 @@
  * of the broadcast's inputs with the extras after them gives as it gives
  * the broadcast's own strided inputs' (rows, columns, runs on CPUs). */
 #include "broadcast/loss_operands.h"
+#include "broadcast/launch.h"
 #include "tape/tape.h"
 
 int clmad__broadcasts_to(const clmad_tensor *t, const clmad_tensor *y)
@@ -73,12 +74,7 @@ void clmad__loss_variant_extras(clmad_variant *v, const clmad_bcast_plan *plan, 
 {
     v->loss_extras = x->n;
     for (int e = 0; e < x->n; e++) {
-        const int j = v->n_inputs + e;
         v->loss_extra_stage[e] = x->stage[e], v->loss_extra_input[e] = x->input[e];
-        v->access[j] = (char)plan->access[j];
-        if (v->nd > 0 && plan->access[j] == CLMAD_ACCESS_STRIDED) {
-            const size_t step = plan->strides[j][plan->nd - 1];
-            v->last_step[j] = (char)(step == 0 ? CLMAD_STEP_ZERO : step == 1 ? CLMAD_STEP_ONE : CLMAD_STEP_ARGUMENT);
-        }
+        clmad__variant_access(v, plan, v->n_inputs + e);
     }
 }

@@ -3,7 +3,8 @@
  * GEMM costs seconds of compiling): its results against a host product in
  * double, and against CLBlast's (CLMAD_SMALL_GEMM=0), for each
  * transposition, matrices at offsets (bmm), and gradients that accumulate
- * (beta 1). */
+ * (beta 1). Larger ones run CLBlast's tiled kernel, with the tuning table's
+ * parameters where it has them (POCL on a CPU). */
 #include "support.h"
 
 #include <math.h>
@@ -79,6 +80,33 @@ Test(gemm_small, every_transposition_against_the_host_and_clblast)
         }
         free(got);
         free(blas);
+        free(want);
+    }
+    clmad_context_release(ctx);
+}
+
+Test(gemm_small, clblasts_tiled_kernel_against_the_host)
+{
+    /* At least 256^3 multiply-adds: CLBlast's tiled Xgemm where the tuning
+     * table sets its parameters (from there on), its direct kernel where
+     * CLBlast's database decides; no size a multiple of the tiles (64 x 64
+     * x 32 on POCL), so that CLBlast pads and copies each operand. */
+    static const size_t sizes[][3] = {{257, 300, 263}, {70, 1030, 301}, {256, 256, 256}};
+    clmad_context *ctx = test_context();
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        const size_t m = sizes[s][0], n = sizes[s][1], k = sizes[s][2];
+        float *got = malloc(m * n * sizeof *got);
+        double *want = malloc(m * n * sizeof *want);
+        for (int t = 0; t < 4; t++) {
+            const int ta = t & 1, tb = t >> 1;
+            test_set_case("%zu x %zu x %zu, ta %d, tb %d", m, n, k, ta, tb);
+            product(ctx, ta, tb, m, n, k, got, want);
+            /* Exact in f32, as above (partial sums of multiples of 1/64 up to k). */
+            for (size_t i = 0; i < m * n; i++)
+                cr_assert_eq((double)got[i], want[i], "%s: element %zu: %g, host %g", test_case(), i,
+                             (double)got[i], want[i]);
+        }
+        free(got);
         free(want);
     }
     clmad_context_release(ctx);

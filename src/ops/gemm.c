@@ -3,6 +3,7 @@
  * CLBlast, its first call of the process serialised. */
 #include "ops/ops.h"
 #include "base/log.h"
+#include "runtime/tuning.h"
 
 #include <clblast_c.h>
 #include <pthread.h>
@@ -22,6 +23,47 @@
  * caches of programs and databases take their locks). */
 static pthread_mutex_t clblast_first_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int clblast_ready;
+
+/* The devices whose GEMM parameters clmad has set from the tuning table
+ * (under clblast_first_lock): once per device and process, before its first
+ * GEMM, so that every program CLBlast builds and keeps for the device was
+ * built with the parameters its launches use (CLBlast keeps the parameters
+ * per device, its programs per context). CLMAD_CLBLAST_TABLE=0 keeps
+ * CLBlast's own (benchmarks compare the two). */
+#define MAX_SET_DEVICES 64
+static cl_device_id clblast_set[MAX_SET_DEVICES];
+static int clblast_set_count;
+
+static CLBlastStatusCode override_params(cl_device_id device, const clmad_clblast_tuning *t)
+{
+    const char *names[CLMAD_XGEMM_PARAMS] = CLMAD_XGEMM_NAMES;
+    CLBlastStatusCode s =
+        CLBlastOverrideParameters(device, "Xgemm", CLBlastPrecisionSingle, CLMAD_XGEMM_PARAMS, names, t->xgemm);
+    const char *routine[] = {"XGEMM_MIN_INDIRECT_SIZE"};
+    if (s == CLBlastSuccess)
+        s = CLBlastOverrideParameters(device, "GemmRoutine", CLBlastPrecisionSingle, 1, routine, &t->min_indirect);
+    return s;
+}
+
+static void set_clblast_params(clmad_context *ctx)
+{
+    pthread_mutex_lock(&clblast_first_lock);
+    int known = 0;
+    for (int i = 0; i < clblast_set_count && !known; i++)
+        known = clblast_set[i] == ctx->device;
+    const char *env = getenv("CLMAD_CLBLAST_TABLE");
+    if (!known && clblast_set_count < MAX_SET_DEVICES) {
+        /* A refusal leaves CLBlast's own parameters: slower, not wrong. */
+        if (!(env && strcmp(env, "0") == 0)) {
+            CLBlastStatusCode s = override_params(ctx->device, ctx->clblast_f32);
+            clmad__log("CLBlast Sgemm on \"%s\": %s (status %d)", ctx->info.name,
+                       s == CLBlastSuccess ? "the tuning table's parameters" : "CLBlast's own parameters", (int)s);
+        }
+        clblast_set[clblast_set_count++] = ctx->device;
+    }
+    pthread_mutex_unlock(&clblast_first_lock);
+    ctx->clblast_checked = 1;
+}
 
 static CLBlastStatusCode call_gemm(clmad_dtype dtype, CLBlastTranspose at, CLBlastTranspose bt, size_t m,
                                    size_t n, size_t k, cl_mem a, size_t a_off, size_t lda, cl_mem b,
@@ -53,6 +95,8 @@ clmad_status clmad__gemm_clblast(clmad_context *ctx, clmad_dtype dtype, int ta, 
                    dtype == CLMAD_F32 ? 'S' : 'D', ctx->info.name);
         start = clmad__seconds();
     }
+    if (ctx->clblast_f32 && !ctx->clblast_checked)
+        set_clblast_params(ctx);
     if (atomic_load_explicit(&clblast_ready, memory_order_acquire)) {
         s = call_gemm(dtype, at, bt, m, n, k, a, a_off, lda, b, b_off, ldb, beta, c, c_off, ldc, &ctx->queue);
     } else {

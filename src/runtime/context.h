@@ -63,6 +63,9 @@ struct clmad_context {
     int sums_interleaved;           /* tests: no sum by ranges, as on GPUs (reduce.c) */
     int vector_width;               /* elements per work-item of the flat internal kernels
                                        (tuning.c; CLMAD_VW of cl/real.clh) */
+    const struct clmad_clblast_tuning *clblast_f32; /* CLBlast's parameters for F32 GEMMs on the
+                                       device (tuning.h); NULL: its own database's */
+    int clblast_checked;            /* gemm.c has set them (or found them set) for the device */
     clmad_message error;
     clmad_tape_settings tape;
     cl_kernel kernels[CLMAD__DTYPE_COUNT][CLMAD_KERNEL_COUNT]; /* [dtype][id], kernels.c */

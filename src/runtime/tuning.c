@@ -28,7 +28,16 @@ typedef struct tuning_row {
                              accumulate, axpby: cl/real.clh's CLMAD_VW) */
     int loss_terms;       /* a loss kernel summing ranges takes one element per work-item and
                              writes its term; the range pass sums them (codegen_loss.c) */
+    const clmad_clblast_tuning *clblast_f32; /* CLBlast's F32 GEMM parameters; NULL: its own */
 } tuning_row;
+
+/* POCL on a CPU: CLBlast's database has no entry for it, and its defaults
+ * (tiles for GPUs, and XgemmDirect up to 704^3 multiply-adds) made 11-13
+ * GFLOP/s in bench_mlp's products on a 2-core AVX-512 EPYC. These are the
+ * best of clblast_tuner_xgemm's search at 1024^3 (about 90 GFLOP/s there),
+ * and the tiled kernel from 256^3 (docs/design-notes.md, "CLBlast on
+ * POCL"). */
+static const clmad_clblast_tuning POCL_CPU_CLBLAST = {{0, 64, 64, 32, 8, 8, 8, 8, 2, 4, 4, 0, 0, 1, 1, 1}, 256};
 
 /* The first row that matches wins. Items: POCL vectorises only a loop
  * inside the work-item (docs/design-notes.md); rusticl's llvmpipe and
@@ -57,11 +66,11 @@ typedef struct tuning_row {
  * compiler takes the inline pragma (it inlined the user's functions
  * already). */
 static const tuning_row TABLE[] = {
-    {"The pocl project", CLMAD_DEVICE_CPU, NULL, 32, 16, 1, "POCL on a CPU", 0, 1, 16, 0},
-    {"The pocl project", -1, NULL, 1, 16, 1, "POCL", 0, 8, 4, 0},
-    {"Mesa/X.org", -1, NULL, 1, 16, 1, "Mesa (rusticl)", 1, 1, 1, 1},
-    {"Intel(R) Corporation", CLMAD_DEVICE_CPU, NULL, 1, 16, 1, "Intel's CPU runtime", 0, 1, 8, 1},
-    {"Oclgrind", -1, NULL, 1, 16, 0, "Oclgrind (a simulator: the GPU form)", 0, 8, 4, 0},
+    {"The pocl project", CLMAD_DEVICE_CPU, NULL, 32, 16, 1, "POCL on a CPU", 0, 1, 16, 0, &POCL_CPU_CLBLAST},
+    {"The pocl project", -1, NULL, 1, 16, 1, "POCL", 0, 8, 4, 0, NULL},
+    {"Mesa/X.org", -1, NULL, 1, 16, 1, "Mesa (rusticl)", 1, 1, 1, 1, NULL},
+    {"Intel(R) Corporation", CLMAD_DEVICE_CPU, NULL, 1, 16, 1, "Intel's CPU runtime", 0, 1, 8, 1, NULL},
+    {"Oclgrind", -1, NULL, 1, 16, 0, "Oclgrind (a simulator: the GPU form)", 0, 8, 4, 0, NULL},
 };
 
 /* When no row matches: by device type; accelerators and others keep the
@@ -69,10 +78,10 @@ static const tuning_row TABLE[] = {
 static tuning_row type_default(clmad_device_type type)
 {
     if (type == CLMAD_DEVICE_GPU)
-        return (tuning_row){NULL, type, NULL, 1, 16, 0, "default for GPUs", 0, 8, 4, 0};
+        return (tuning_row){NULL, type, NULL, 1, 16, 0, "default for GPUs", 0, 8, 4, 0, NULL};
     if (type == CLMAD_DEVICE_CPU)
-        return (tuning_row){NULL, type, NULL, 1, 16, 0, "default for CPUs", 0, 1, 1, 0};
-    return (tuning_row){NULL, type, NULL, 1, 8, 0, "default for other devices", 0, 1, 1, 0};
+        return (tuning_row){NULL, type, NULL, 1, 16, 0, "default for CPUs", 0, 1, 1, 0, NULL};
+    return (tuning_row){NULL, type, NULL, 1, 8, 0, "default for other devices", 0, 1, 1, 0, NULL};
 }
 
 static int row_matches(const tuning_row *r, const char *vendor, const clmad_device_info *info)
@@ -158,6 +167,7 @@ void clmad__tuning_resolve(clmad_context *ctx)
     ctx->loss_lanes = row.loss_lanes;
     ctx->vector_width = row.vector_width;
     ctx->loss_terms = row.loss_terms;
+    ctx->clblast_f32 = row.clblast_f32;
     snprintf(t->origin, sizeof t->origin, "%s%s", kind, row.name);
     if (ctx->cache_dir) {
         char name[64];

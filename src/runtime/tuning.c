@@ -38,6 +38,7 @@ typedef struct tuning_row {
  * and the tiled kernel from 256^3 (docs/design-notes.md, "CLBlast on
  * POCL"). */
 static const clmad_clblast_tuning POCL_CPU_CLBLAST = {{0, 64, 64, 32, 8, 8, 8, 8, 2, 4, 4, 0, 0, 1, 1, 1}, 256};
+static const clmad_clblast_tuning INTEL_CPU_CLBLAST = {{0, 32, 64, 32, 16, 8, 16, 8, 2, 2, 4, 0, 0, 0, 0, 1}, 256};
 
 /* The first row that matches wins. Items: POCL vectorises only a loop
  * inside the work-item (docs/design-notes.md); rusticl's llvmpipe and
@@ -69,7 +70,7 @@ static const tuning_row TABLE[] = {
     {"The pocl project", CLMAD_DEVICE_CPU, NULL, 32, 16, 1, "POCL on a CPU", 0, 1, 16, 0, &POCL_CPU_CLBLAST},
     {"The pocl project", -1, NULL, 1, 16, 1, "POCL", 0, 8, 4, 0, NULL},
     {"Mesa/X.org", -1, NULL, 1, 16, 1, "Mesa (rusticl)", 1, 1, 1, 1, NULL},
-    {"Intel(R) Corporation", CLMAD_DEVICE_CPU, NULL, 1, 16, 1, "Intel's CPU runtime", 0, 1, 8, 1, NULL},
+    {"Intel(R) Corporation", CLMAD_DEVICE_CPU, NULL, 1, 16, 1, "Intel's CPU runtime", 0, 1, 8, 1, &INTEL_CPU_CLBLAST},
     {"Oclgrind", -1, NULL, 1, 16, 0, "Oclgrind (a simulator: the GPU form)", 0, 8, 4, 0, NULL},
 };
 

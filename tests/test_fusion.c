@@ -59,7 +59,11 @@ enum form {
     /* clmad_dot over stages: */
     DOT_ADD_SCALAR, DOT_EXP_NEG_SWAPPED, DOT_USER_SCALAR,
     /* clmad_dot(y, y), and over stages: */
-    DOT_SELF, DOT_SELF_EXP_NEG, N_FORMS
+    DOT_SELF, DOT_SELF_EXP_NEG,
+    /* clmad_mul(z, z): a square stage */
+    SUM_SQUARE, MEAN_DIFF_SQUARED, SUM_EXP_SQUARE, SUM_SQUARE_FOUR_NEGS,
+    /* a user kernel with y in two places: held, but eager under the loss */
+    SUM_USER_SELF, N_FORMS
 };
 enum hazard {
     NONE, READ_Y, READ_Y_FIRST, SEED, RETAIN, GRAD_PRESENT, Y_USED_TWICE, RELEASE_Y, LOSS_USED, Z_USED,
@@ -72,7 +76,8 @@ static const char *FORMS[] = {"dot(y, w)", "dot(w, y)", "sum(y)", "sum(y, keepdi
                               "mean(y * -3)", "sum(y + w)", "sum((y + 0.5) * w)", "mean((y - w) ^ 2)", "sum(exp(-y))",
                               "sum(-(-(-(-(-y)))))", "sum(g(y, w))", "mean(g(y, 0.5))", "sum(h(g(y, w)) * w)",
                               "sum(g(g(y, w), w))", "dot(y + 0.5, w)", "dot(w, exp(-y))", "dot(g(y, 0.5), w)",
-                              "dot(y, y)", "dot(exp(-y), exp(-y))"};
+                              "dot(y, y)", "dot(exp(-y), exp(-y))", "sum(y * y)", "mean((y - w) * (y - w))",
+                              "sum(exp(-(y * y)))", "sum(-(-(-(-(y * y)))))", "sum(g(y, y))"};
 
 /* User kernels over y, as stages: a branch on the other operand, and a
  * data-dependent loop (in plain syntax) in a function named as the
@@ -131,14 +136,36 @@ static clmad_tensor *stage(clmad_context *ctx, int f, clmad_tensor *y, clmad_ten
         CHECK_OK(ctx, clmad_neg(ctx, y, &t));
         CHECK_OK(ctx, clmad_exp(ctx, t, &z));
         break;
+    case SUM_SQUARE: CHECK_OK(ctx, clmad_mul(ctx, y, y, &z)); break;
+    case MEAN_DIFF_SQUARED:
+        CHECK_OK(ctx, clmad_sub(ctx, y, w, &t));
+        CHECK_OK(ctx, clmad_mul(ctx, t, t, &z));
+        break;
+    case SUM_EXP_SQUARE: {
+        clmad_tensor *u = NULL;
+        CHECK_OK(ctx, clmad_mul(ctx, y, y, &t));
+        CHECK_OK(ctx, clmad_neg(ctx, t, &u));
+        CHECK_OK(ctx, clmad_exp(ctx, u, &z));
+        clmad_tensor_release(u);
+        break;
+    }
     case SUM_FIVE_NEGS: /* one more than a loss kernel takes: the first is its broadcast */
-        CHECK_OK(ctx, clmad_neg(ctx, y, &z));
+    case SUM_SQUARE_FOUR_NEGS: /* the same with a square first: the negs' kernel writes it */
+        if (f == SUM_SQUARE_FOUR_NEGS)
+            CHECK_OK(ctx, clmad_mul(ctx, y, y, &z));
+        else
+            CHECK_OK(ctx, clmad_neg(ctx, y, &z));
         for (int i = 0; i < 4; i++) {
             clmad_tensor_release(t);
             t = z;
             CHECK_OK(ctx, clmad_neg(ctx, t, &z));
         }
         break;
+    case SUM_USER_SELF: {
+        clmad_tensor *in[2] = {y, y};
+        user(ctx, kernel_g, in, &z);
+        break;
+    }
     case SUM_USER:
     case SUM_USER_USER_MUL:
     case SUM_USER_TWICE: {
@@ -282,7 +309,8 @@ static void run(clmad_context *ctx, const program *p, results *r)
         case MEAN_MUL:
         case MEAN_MUL_SCALAR:
         case MEAN_USER_SCALAR:
-        case MEAN_SQUARED_ERROR: CHECK_OK(ctx, clmad_mean(ctx, x, axes_all, NULL, 0, &loss)); break;
+        case MEAN_SQUARED_ERROR:
+        case MEAN_DIFF_SQUARED: CHECK_OK(ctx, clmad_mean(ctx, x, axes_all, NULL, 0, &loss)); break;
         default: CHECK_OK(ctx, clmad_sum(ctx, x, axes_all, NULL, p->form == SUM_KEEPDIMS, &loss));
         }
         keep(ctx, r, loss);
@@ -407,7 +435,9 @@ static void check(const program *p)
     cr_assert_eq(eager.stats.fused_losses, 0, "%sfusion off fused a loss", test_case());
     /* The plain case fuses and uses the loss kernel's gradients (one
      * element reads every input as a scalar: eager then). */
-    if ((p->hazard == NONE || p->hazard == RELEASE_Y) && p->rows * p->cols > 1 && !(p->w_grad && p->w_shape)) {
+    if (p->form == SUM_USER_SELF) /* the kernel would write y's gradient as two: eager */
+        cr_assert_eq(fused.stats.fused_losses, 0, "%sa loss over g(y, y) was fused", test_case());
+    else if ((p->hazard == NONE || p->hazard == RELEASE_Y) && p->rows * p->cols > 1 && !(p->w_grad && p->w_shape)) {
         cr_assert_eq(fused.stats.fused_losses, 1, "%sno fused loss", test_case());
         cr_assert_eq(fused.stats.fusion_fallbacks, 0, "%sa fallback", test_case());
     }
@@ -831,6 +861,10 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
         check_passes(DOT_EXP_NEG_SWAPPED, 8, 1);
         check_passes(DOT_SELF, 4, 0); /* no w to read */
         check_passes(DOT_SELF_EXP_NEG, 4, 0);
+        check_passes(SUM_SQUARE, 4, 0); /* as dot(y, y) */
+        check_passes(MEAN_DIFF_SQUARED, 5, 0);
+        check_passes(SUM_EXP_SQUARE, 4, 0);
+        check_passes(MEAN_DIFF_SQUARED, 6, 1);
     }
     for (size_t s = 0; s < n; s++)
         for (int form = DOT; form < N_FORMS; form++)
@@ -844,9 +878,9 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
                 check(&p);
             }
     static const int hazard_forms[] = {DOT, SUM, MEAN, SUM_MUL, MEAN_MUL_SCALAR, MEAN_SQUARED_ERROR,
-                                       SUM_USER_USER_MUL, DOT_EXP_NEG_SWAPPED, DOT_SELF};
+                                       SUM_USER_USER_MUL, DOT_EXP_NEG_SWAPPED, DOT_SELF, MEAN_DIFF_SQUARED};
     for (int hazard = READ_Y; hazard <= LAST_HAZARD; hazard++)
-        for (int f = 0; f < 9; f++)
+        for (int f = 0; f < 10; f++)
             for (int pol = 0; pol < 2; pol++) {
                 int form = hazard_forms[f];
                 program p = {CLMAD_F32, 3, 33, form, hazard, pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0, W_FULL, 0};
@@ -857,9 +891,9 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
     /* w needing a gradient, where w is a tensor of y's shape */
     static const int w_forms[] = {DOT, DOT_SWAPPED, SUM_MUL, SUM_MUL_SWAPPED, MEAN_MUL, SUM_DIV,
                                   SUM_SUB_SWAPPED, SUM_ADD_MUL, MEAN_SQUARED_ERROR, SUM_USER, SUM_USER_USER_MUL,
-                                  DOT_ADD_SCALAR, DOT_EXP_NEG_SWAPPED, DOT_USER_SCALAR};
+                                  DOT_ADD_SCALAR, DOT_EXP_NEG_SWAPPED, DOT_USER_SCALAR, MEAN_DIFF_SQUARED};
     for (size_t s = 1; s < n && s < 4; s++)
-        for (int f = 0; f < 14; f++)
+        for (int f = 0; f < 15; f++)
             for (int pol = 0; pol < 2; pol++) {
                 program p = {CLMAD_F32, sizes[s][0], sizes[s][1], w_forms[f], NONE,
                              pol ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 1, W_FULL, 0};
@@ -874,8 +908,8 @@ Test(fusion, bitwise_equal_to_eager, .timeout = 900)
         }
     /* f64: a form of each kind (each compiles its own variants) */
     static const int f64_forms[] = {DOT, MEAN, SUM_MUL_SWAPPED, MEAN_SQUARED_ERROR, SUM_EXP_NEG, SUM_USER_USER_MUL,
-                                    DOT_USER_SCALAR, DOT_SELF_EXP_NEG};
-    for (int f = 0; f < 8 && test_device_fp64(); f++) {
+                                    DOT_USER_SCALAR, DOT_SELF_EXP_NEG, MEAN_DIFF_SQUARED};
+    for (int f = 0; f < 9 && test_device_fp64(); f++) {
         program p = {CLMAD_F64, 7, 33, f64_forms[f], NONE, f % 2 ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, 0, W_FULL, 0};
         check(&p);
     }

@@ -27,6 +27,9 @@ LOSSES = {
     "sum(g(f, 0.5))": lambda y, w, g: g(y, 0.5).sum(),
     "dot(exp(-f), w)": lambda y, w, g: clmad.dot((-y).exp(), w),
     "dot(f, f)": lambda y, w, g: clmad.dot(y, y),
+    # a tensor times itself: the square stage (the error squared by hand)
+    "sum(f * f)": lambda y, w, g: (y * y).sum(),
+    "mean(d * d), d = f - w": lambda y, w, g: (lambda d: (d * d).mean())(y - w),
     # a regulariser added: the add hands backward's seed on, the fused gradients are used
     "sum(f * w) + 0.01 sum(w * w)": lambda y, w, g: (y * w).sum() + 0.01 * (w * w).sum(),
 }

@@ -157,8 +157,9 @@ enum {
     CLMAD_STAGE_NONE, CLMAD_STAGE_ADD, CLMAD_STAGE_SUB, CLMAD_STAGE_MUL, CLMAD_STAGE_DIV, CLMAD_STAGE_POW,
     CLMAD_STAGE_NEG, CLMAD_STAGE_EXP, CLMAD_STAGE_LOG, CLMAD_STAGE_TANH, CLMAD_STAGE_SIGMOID, CLMAD_STAGE_RELU,
     CLMAD_STAGE_SQRT,
-    CLMAD_STAGE_USER /* a user kernel of one output: z_i-1 is its input loss_stage_y, the
-                        others need no gradient (STAGE_INPUT s j) */
+    CLMAD_STAGE_USER, /* a user kernel of one output: z_i-1 is its input loss_stage_y, the
+                         others need no gradient (STAGE_INPUT s j) */
+    CLMAD_STAGE_SQUARE /* clmad_mul(z_i-1, z_i-1): one operand in both of mul's inputs */
 };
 
 /* The arguments of a generated kernel, in order: the one contract between

@@ -18,7 +18,8 @@ static const char *const STAGE_FN[] = {
     [CLMAD_STAGE_ADD] = "ad_add",   [CLMAD_STAGE_SUB] = "ad_sub",         [CLMAD_STAGE_MUL] = "ad_mul",
     [CLMAD_STAGE_DIV] = "ad_div",   [CLMAD_STAGE_POW] = "ad_pow",         [CLMAD_STAGE_NEG] = "ad_neg",
     [CLMAD_STAGE_EXP] = "ad_exp",   [CLMAD_STAGE_LOG] = "ad_log",         [CLMAD_STAGE_TANH] = "ad_tanh",
-    [CLMAD_STAGE_SIGMOID] = "ad_sigmoid", [CLMAD_STAGE_RELU] = "ad_relu", [CLMAD_STAGE_SQRT] = "ad_sqrt"};
+    [CLMAD_STAGE_SIGMOID] = "ad_sigmoid", [CLMAD_STAGE_RELU] = "ad_relu", [CLMAD_STAGE_SQRT] = "ad_sqrt",
+    [CLMAD_STAGE_SQUARE] = "ad_mul"};
 
 /* clmad_dot's term over `value` (the last stage's, or y) as clmad_dot_parts
  * forms it (the product rounded, then added), and the name of value's
@@ -77,6 +78,11 @@ static void emit_user_stage_dual(clmad_strbuf *sb, const clmad_variant *v, int i
 static void emit_stage_dual(clmad_strbuf *sb, const clmad_variant *v, int i, int wrt_w)
 {
     const char *fn = STAGE_FN[(int)v->loss_stage[i]];
+    if (v->loss_stage[i] == CLMAD_STAGE_SQUARE) { /* mul's two inputs, each seeded alone */
+        clmad__sb_printf(sb, "    const T clmad__z%d = %s(clmad__seed0(clmad__v), clmad__const(clmad__v));\n", i, fn);
+        clmad__sb_printf(sb, "    const T clmad__zs%d = %s(clmad__const(clmad__v), clmad__seed0(clmad__v));\n", i, fn);
+        return;
+    }
     if (v->loss_stage[i] >= CLMAD_STAGE_NEG) {
         clmad__sb_printf(sb, "    const T clmad__z%d = %s(clmad__seed0(clmad__v));\n", i, fn);
         return;
@@ -139,7 +145,15 @@ static void emit_stages(clmad_strbuf *sb, const clmad_variant *v, const char *A)
         else if (v->loss_stage_wgrad[i])
             clmad__sb_printf(sb, "    clmad__gw%d[clmad__e] = clmad__adjoint_times(clmad__ay, clmad__d0(clmad__zw%d));\n",
                              i, i);
-        if (raw)
+        if (v->loss_stage[i] == CLMAD_STAGE_SQUARE)
+            /* As the mul node forms them: one tensor in both inputs, each
+             * half goes through a temporary that clmad__sum_to_shape sums
+             * (from 0: -0 becomes +0), then the slot adds the two. */
+            clmad__sb_printf(sb,
+                             "    clmad__ay = clmad__zero_plus(clmad__adjoint_times(clmad__ay, clmad__d0(clmad__z%d))) + "
+                             "clmad__zero_plus(clmad__adjoint_times(clmad__ay, clmad__d0(clmad__zs%d)));\n",
+                             i, i);
+        else if (raw)
             clmad__sb_printf(sb, "    clmad__ay = clmad__d0(clmad__z%d);\n", i);
         else
             clmad__sb_printf(sb, "    clmad__ay = clmad__adjoint_times(clmad__ay, clmad__d0(clmad__z%d));\n", i);

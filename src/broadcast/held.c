@@ -96,8 +96,9 @@ clmad_held *clmad__bcast_held_new(clmad_context *ctx, clmad_kernel *k, clmad_ten
         if (plan->access[j] != CLMAD_ACCESS_FULL)
             return NULL;
         for (int i = 0; i < j; i++)
-            if (inputs[i] == inputs[j])
-                return NULL; /* one tensor in two places: its gradient is a sum */
+            if (inputs[i] == inputs[j] && !inputs[j]->held)
+                return NULL; /* one tensor in two places: its gradient is a sum (a held one is
+                                a stage's, clmad_mul(z, z): the loss kernel never writes it) */
         n_active++;
     }
     if (n_active == 0 || n_active > clmad_chunk_cap(ctx))

@@ -11,8 +11,9 @@
 
 /* The held forward of k over inputs (retained) when fusion may hold it: it
  * is on, k has one output of at least one element, the inputs that need a
- * gradient (1 to the chunk cap of them) are distinct and read at the
- * element index, and no input is a wrapped buffer (the caller could write
+ * gradient (1 to the chunk cap of them) are distinct (but for held ones:
+ * clmad_mul(z, z) over a held z, a loss's stage) and read at the element
+ * index, and no input is a wrapped buffer (the caller could write
  * it behind clmad's back). Else NULL: run it now. Hand it to clmad__hold
  * with the output, after recording the node as held. */
 clmad_held *clmad__bcast_held_new(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,

@@ -81,7 +81,8 @@ int clmad__builtin_stage(const clmad_context *ctx, const clmad_kernel *k)
 /* 1 if builtin id over inputs may be held as a loss's stage: it is one
  * (stage_of), one input is a held broadcast a loss may fuse (a stage
  * too), the other (if any) of its shape, or needing no gradient and
- * broadcast to it (0-d, a row, a column).
+ * broadcast to it (0-d, a row, a column), or, for clmad_mul, the same
+ * tensor (a square).
  * clmad_sum or clmad_mean over it then fuse it (ops/fused_loss.c); any
  * other use writes them. */
 static int holds_stage(clmad_context *ctx, clmad_builtin_id id, clmad_tensor *const *inputs)
@@ -93,6 +94,8 @@ static int holds_stage(clmad_context *ctx, clmad_builtin_id id, clmad_tensor *co
         return clmad__bcast_loss_fusible(ctx, inputs[0], NULL, 0);
     if (!inputs[1] || inputs[1]->ctx != ctx)
         return 0;
+    if (inputs[0] == inputs[1]) /* clmad_mul(z, z): the square stage */
+        return id == CLMAD_BUILTIN_MUL && clmad__bcast_loss_fusible(ctx, inputs[0], NULL, 0);
     const int flags = CLMAD_LOSS_W_SCALAR | CLMAD_LOSS_W_GRAD | CLMAD_LOSS_W_BROADCAST;
     return clmad__bcast_loss_fusible(ctx, inputs[0], inputs[1], flags) ||
            clmad__bcast_loss_fusible(ctx, inputs[1], inputs[0], flags);

@@ -91,7 +91,8 @@ static clmad_status loss_value(clmad_context *ctx, clmad_tensor *y, const clmad_
 
 /* The stage z is, when z is a held builtin of ctx (ops/elementwise.c held
  * it) over a held broadcast a loss may fuse, *below, at operand *pos, the
- * other operand (*w) of its shape, or broadcast to it when it needs no gradient. */
+ * other operand (*w) of its shape, or broadcast to it when it needs no gradient
+ * (none for a square: clmad_mul(below, below)). */
 static int stage_under(clmad_context *ctx, clmad_tensor *z, int *stage, int *pos, clmad_tensor **below,
                     clmad_tensor **w, clmad_kernel **user, clmad_tensor *const **user_inputs)
 {
@@ -106,7 +107,8 @@ static int stage_under(clmad_context *ctx, clmad_tensor *z, int *stage, int *pos
         *user = k, *user_inputs = in;
         return 1;
     }
-    if (*stage >= CLMAD_STAGE_NEG) {
+    if (*stage >= CLMAD_STAGE_NEG || (*stage == CLMAD_STAGE_MUL && in[0] == in[1])) {
+        *stage = *stage == CLMAD_STAGE_MUL ? CLMAD_STAGE_SQUARE : *stage;
         *pos = 0, *below = in[0], *w = NULL;
         return clmad__bcast_loss_fusible(ctx, in[0], NULL, 0);
     }
@@ -160,9 +162,10 @@ static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_l
         form->stage_kernel[i] = user[n - 1 - i], form->stage_inputs[i] = user_inputs[n - 1 - i];
     }
     /* as node.c's take_partial: the last stage's adjoint is clmad_sum's seed
-     * (and, for its w, w's slot is empty) */
+     * (and, for its w, w's slot is empty); never a square's, whose input is
+     * in two places */
     form->stage_raw = n && !form->w && !form->self_dot && scale == 1.0 && !ctx->tape.retain &&
-                      clmad__bcast_node_wants_partials(z->node);
+                      form->stage[n - 1] != CLMAD_STAGE_SQUARE && clmad__bcast_node_wants_partials(z->node);
     for (int i = 0; i < n; i++)
         form->stage_wgrad[i] = form->stage_w[i] && clmad__needs_grad(ctx, form->stage_w[i]);
     if (n && form->stage_wgrad[n - 1] && form->stage_raw && !*clmad__adjoint_slot(ctx, z->node, 1 - form->stage_y[n - 1]))
@@ -178,6 +181,22 @@ static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_l
     return n > 0;
 }
 
+/* 1 if the inputs of y's broadcast that need a gradient are distinct: a
+ * held one may be in two places (clmad_mul(z, z) where no stage chain took
+ * it), and the loss kernel would write its gradient as two. */
+static int distinct_targets(clmad_context *ctx, clmad_tensor *y)
+{
+    clmad_kernel *k;
+    clmad_tensor *const *in;
+    if (!clmad__bcast_held_call(y, &k, &in))
+        return 0;
+    for (int j = 0; j < k->n_inputs; j++)
+        for (int i = 0; i < j && clmad__needs_grad(ctx, in[j]); i++)
+            if (in[i] == in[j])
+                return 0;
+    return 1;
+}
+
 clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, double scale, int out_ndim,
                                const size_t *out_shape, clmad_fused_loss **fused, clmad_tensor **out)
 {
@@ -191,7 +210,7 @@ clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor
     /* y may be the last of a chain of stages, clmad_dot's w on it as on a plain y */
     const int fits = clmad__bcast_loss_fusible(ctx, y, form.w, CLMAD_LOSS_W_GRAD);
     int staged = fits && stage_form(ctx, y, scale, &form, &over);
-    clmad_fused_loss *f = fits ? calloc(1, sizeof *f) : NULL;
+    clmad_fused_loss *f = fits && distinct_targets(ctx, over) ? calloc(1, sizeof *f) : NULL;
     if (!f) { /* eager: it reads y and w alone */
         clmad_tensor *operands[2] = {y, w};
         return clmad__inputs_ready(ctx, operands, 2);

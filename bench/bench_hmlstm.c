@@ -27,6 +27,9 @@
  *   plus       natural plus a regulariser, sum(mul(cell(...), w)) +
  *              0.001 * dot(c, c), STORE (with fusion, the add hands
  *              backward's seed on and the loss kernel's gradients are used)
+ *   mse        the squared error written by hand, mean(d * d) with
+ *              d = sub(cell(...), w), STORE (with fusion one loss kernel, a
+ *              sub and a square stage)
  * Controls "random" (branches mixed among neighbours) and "uniform" (each
  * control value repeated over 32 consecutive elements).
  * Usage: bench_hmlstm [--dims 512,1024,2048] [--reps N] [--out folder]
@@ -111,9 +114,9 @@ static const char *HAND_SOURCE =
     "    }\n"
     "}\n";
 
-enum { STORE, RECOMPUTE, SUMMED, NATURAL, MEAN, UNFUSED, HAND, PRIMAL, COPY, COPY4, COPYBUF, CHAIN, PLUS, NV };
+enum { STORE, RECOMPUTE, SUMMED, NATURAL, MEAN, UNFUSED, HAND, PRIMAL, COPY, COPY4, COPYBUF, CHAIN, PLUS, MSE, NV };
 static const char *NAMES[NV] = {"store", "recompute", "summed", "natural", "mean",    "unfused", "hand",
-                                "primal", "copy",     "copy4",  "copybuf", "chain",   "plus"};
+                                "primal", "copy",     "copy4",  "copybuf", "chain",   "plus",   "mse"};
 
 typedef struct setup {
     clmad_context *ctx;
@@ -255,6 +258,17 @@ static double run_variant(setup *s, int v)
         BENCH_CHECK(ctx, clmad_backward(ctx, total ? total : loss, NULL));
         clmad_tensor *done[] = {yw, y, loss, reg, scaled, total};
         for (int i = 0; i < 6; i++)
+            clmad_tensor_release(done[i]);
+    } else if (v == MSE) {
+        BENCH_CHECK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_STORE));
+        clmad_tensor *in[6] = {s->z, s->zb, s->x[0], s->x[1], s->x[2], s->x[3]}, *y, *d, *dd, *loss;
+        BENCH_CHECK(ctx, clmad_broadcast(ctx, s->cell, in, &y));
+        BENCH_CHECK(ctx, clmad_sub(ctx, y, s->w, &d));
+        BENCH_CHECK(ctx, clmad_mul(ctx, d, d, &dd));
+        BENCH_CHECK(ctx, clmad_mean(ctx, dd, 0, NULL, 0, &loss));
+        BENCH_CHECK(ctx, clmad_backward(ctx, loss, NULL));
+        clmad_tensor *done[] = {dd, d, y, loss};
+        for (int i = 0; i < 4; i++)
             clmad_tensor_release(done[i]);
     } else if (v == CHAIN) {
         BENCH_CHECK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_STORE));
@@ -480,9 +494,10 @@ int main(int argc, char **argv)
                        (unsigned long long)g_kernels[v], (double)g_bytes[v] / (4.0 * (double)n));
             printf("  unfused/store %.2f  unfused/recompute %.2f  store/hand %.2f  recompute/hand %.2f\n",
                    m[UNFUSED] / m[STORE], m[UNFUSED] / m[RECOMPUTE], m[STORE] / m[HAND], m[RECOMPUTE] / m[HAND]);
-            printf("  natural/store %.2f  mean/store %.2f  summed/store %.2f  chain/natural %.2f  plus/natural %.2f\n",
+            printf("  natural/store %.2f  mean/store %.2f  summed/store %.2f  chain/natural %.2f  plus/natural %.2f"
+                   "  mse/natural %.2f\n",
                    m[NATURAL] / m[STORE], m[MEAN] / m[STORE], m[SUMMED] / m[STORE], m[CHAIN] / m[NATURAL],
-                   m[PLUS] / m[NATURAL]);
+                   m[PLUS] / m[NATURAL], m[MSE] / m[NATURAL]);
             printf("  best fused (%s)/primal %.2f  best fused GB/s / copy GB/s %.2f\n", NAMES[best_v],
                    best / m[PRIMAL], (min_bytes(best_v) / best) / (min_bytes(COPY) / m[COPY]));
             printf("  copy / clEnqueueCopyBuffer (bandwidth) %.2f  copy4 / clEnqueueCopyBuffer %.2f\n",

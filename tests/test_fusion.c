@@ -266,8 +266,8 @@ typedef struct program {
     int w_shape; /* the stages' w: y's shape, a row (cols,) or a column (rows, 1) */
     int full_c;  /* the broadcast's c of y's shape, not a row: only w is broadcast */
 } program;
-enum { W_FULL, W_ROW, W_COL };
-static const char *W_SHAPES[] = {"", ", w a row", ", w a column"};
+enum { W_FULL, W_ROW, W_COL, W_SCALAR };
+static const char *W_SHAPES[] = {"", ", w a row", ", w a column", ", w 0-d"};
 
 static void run(clmad_context *ctx, const program *p, results *r)
 {
@@ -281,7 +281,7 @@ static void run(clmad_context *ctx, const program *p, results *r)
     CHECK_OK(ctx, clmad_set_retain_tape(ctx, p->hazard == RETAIN));
     clmad_tensor *a = make(ctx, p->dtype, 2, shape, 0, 1), *b = make(ctx, p->dtype, 2, shape, 1, 1);
     clmad_tensor *c = make(ctx, p->dtype, 2, p->full_c ? shape : row, 2, 0);
-    clmad_tensor *w = make(ctx, p->dtype, p->w_shape == W_ROW ? 1 : 2, w_dims, 3, p->w_grad);
+    clmad_tensor *w = make(ctx, p->dtype, p->w_shape == W_ROW ? 1 : p->w_shape == W_SCALAR ? 0 : 2, w_dims, 3, p->w_grad);
     clmad_tensor *in[3] = {a, b, c}, *y, *loss, *other = NULL, *z = NULL;
     clmad_stats s0, s1;
     CHECK_OK(ctx, clmad_context_stats(ctx, &s0));
@@ -420,6 +420,14 @@ static size_t first_difference(const results *a, const results *b, size_t size, 
     return a->len;
 }
 
+/* A user kernel reads w: a w of another shape than y's that needs a
+ * gradient is then no user stage's input (the kernel runs eagerly). */
+static int w_read_by_user(int form)
+{
+    return form == SUM_USER || form == MEAN_USER_SCALAR || form == SUM_USER_USER_MUL || form == SUM_USER_TWICE ||
+           form == DOT_USER_SCALAR;
+}
+
 static void check(const program *p)
 {
     test_set_case("%s %zux%zu %s%s%s%s %s %s: ", p->dtype == CLMAD_F64 ? "f64" : "f32", p->rows, p->cols,
@@ -437,7 +445,8 @@ static void check(const program *p)
      * element reads every input as a scalar: eager then). */
     if (p->form == SUM_USER_SELF) /* the kernel would write y's gradient as two: eager */
         cr_assert_eq(fused.stats.fused_losses, 0, "%sa loss over g(y, y) was fused", test_case());
-    else if ((p->hazard == NONE || p->hazard == RELEASE_Y) && p->rows * p->cols > 1 && !(p->w_grad && p->w_shape)) {
+    else if ((p->hazard == NONE || p->hazard == RELEASE_Y) && p->rows * p->cols > 1 &&
+             !(p->w_grad && p->w_shape && w_read_by_user(p->form))) {
         cr_assert_eq(fused.stats.fused_losses, 1, "%sno fused loss", test_case());
         cr_assert_eq(fused.stats.fusion_fallbacks, 0, "%sa fallback", test_case());
     }
@@ -947,9 +956,11 @@ Test(fusion, long_user_loops, .timeout = 300)
  * rows (64 x 4096), one row (1 x 7: the row w is y's elements, the column
  * one value); with c full, the broadcast reads no strided input and only
  * w is indexed by coordinates. Also: the hazards, f64, GPUs' sums with and
- * without lanes, the terms form, and the passes: w adds none. A w of these
- * shapes that needs a gradient is not a stage (its gradient would be a
- * reduction): bitwise with eager all the same. */
+ * without lanes, the terms form, and the passes: w adds none. A builtin
+ * stage's w of these shapes (or 0-d) that needs a gradient is fused too:
+ * the loss kernel writes its contributions at y's shape, and backward sums
+ * them to w's as the stage's node sums its temporary; a user stage's input
+ * needing one stays eager's. */
 typedef struct shaped {
     int form, w_shape;
 } shaped;
@@ -1008,6 +1019,10 @@ Test(fusion, stage_operands_of_other_shapes, .timeout = 900)
         check_passes_of(SUM_DIV, 4, 0, W_COL);
         check_passes_of(SUM_USER, 4.5, 0, W_ROW);
         check_passes_of(SUM_USER_USER_MUL, 4, 0, W_COL);
+        /* needing a gradient: its contributions written (a pass) and summed to its shape
+         * (another; over the 2 rows, two passes of clmad__sum_to_shape: one more) */
+        check_passes_of(SUM_MUL, 7.5, 1, W_ROW);
+        check_passes_of(SUM_ADD, 6.5, 1, W_COL);
     }
     check_shaped(3, 11, 1, 6, 1);
     check_shaped(1, 7, 12, 0, 0);
@@ -1022,10 +1037,26 @@ Test(fusion, stage_operands_of_other_shapes, .timeout = 900)
                          f % 2 ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 0, forms[f].w_shape, 0};
             check(&p);
         }
-    for (int f = 0; f < 4; f++) { /* needing a gradient: eager's */
-        program p = {CLMAD_F32, 3, 33, f < 2 ? SUM_MUL : SUM_USER, NONE, CLMAD_PARTIALS_STORE, 1,
-                     f % 2 ? W_COL : W_ROW, 0};
+    /* needing a gradient (a learnable bias row, a scale column): the loss
+     * kernel writes its per-element contributions, summed to w's shape as
+     * the stage's node sums them; a user stage's input stays eager's */
+    for (size_t s = 1; s < (large ? 3u : 2u); s++)
+        for (int f = 0; f < N_SHAPED; f++) {
+            program p = {CLMAD_F32, sizes[s][0], sizes[s][1], SHAPED[f].form, NONE,
+                         (f + (int)s) % 2 ? CLMAD_PARTIALS_RECOMPUTE : CLMAD_PARTIALS_STORE, 1, SHAPED[f].w_shape, 0};
+            check(&p);
+        }
+    static const int scalar_forms[] = {SUM_MUL, SUM_ADD, MEAN_MUL, SUM_DIV, SUM_ADD_MUL, MEAN_SQUARED_ERROR};
+    for (int f = 0; f < 12; f++) { /* a 0-d w, with a gradient and without */
+        program p = {CLMAD_F32, 3, 33, scalar_forms[f / 2], NONE,
+                     f % 4 < 2 ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, f % 2, W_SCALAR, 0};
         check(&p);
+    }
+    for (int hazard = READ_Y; hazard <= LAST_HAZARD; hazard++) {
+        program p = {CLMAD_F32, 3, 33, hazard % 2 ? SUM_ADD : MEAN_MUL, hazard,
+                     hazard % 3 ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, 1, hazard % 2 ? W_ROW : W_COL, 0};
+        if (hazard != PLUS_STAGE)
+            check(&p);
     }
     for (int f = 0; f < 2 && test_device_fp64(); f++) {
         program p = {CLMAD_F64, 7, 33, SHAPED[9 * f].form, NONE, f ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE,

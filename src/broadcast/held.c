@@ -87,14 +87,17 @@ clmad_held *clmad__bcast_held_new(clmad_context *ctx, clmad_kernel *k, clmad_ten
 {
     if (!clmad__fusion_enabled(ctx) || k->n_outputs != 1 || plan->numel == 0)
         return NULL;
-    int n_active = 0;
+    int n_active = 0, over_held = 0;
+    for (int j = 0; j < k->n_inputs; j++)
+        over_held |= inputs[j]->held != NULL;
     for (int j = 0; j < k->n_inputs; j++) {
         if (inputs[j]->wrapped)
             return NULL;
         if (clmad__kernel_integer(k, j) || !clmad__needs_grad(ctx, inputs[j]))
             continue;
-        if (plan->access[j] != CLMAD_ACCESS_FULL)
-            return NULL;
+        if (plan->access[j] != CLMAD_ACCESS_FULL && !over_held)
+            return NULL; /* (over a held one: a stage's w, a learnable row; never written by a
+                            loss kernel as its broadcast's: fused_loss.c) */
         for (int i = 0; i < j; i++)
             if (inputs[i] == inputs[j] && !inputs[j]->held)
                 return NULL; /* one tensor in two places: its gradient is a sum (a held one is
@@ -136,13 +139,14 @@ int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor 
         return 1;
     if (w->held || w->dtype != y->dtype)
         return 0;
+    const int shape_fits = clmad__same_shape(w, y) || ((flags & CLMAD_LOSS_W_SCALAR) && w->ndim == 0) ||
+                           ((flags & CLMAD_LOSS_W_BROADCAST) && clmad__broadcasts_to(w, y));
     if (!clmad__needs_grad(ctx, w))
-        return clmad__same_shape(w, y) || ((flags & CLMAD_LOSS_W_SCALAR) && w->ndim == 0) ||
-               ((flags & CLMAD_LOSS_W_BROADCAST) && clmad__broadcasts_to(w, y));
+        return shape_fits;
     for (int j = 0; j < k->n_inputs; j++)
         if (inputs[j] == w)
             return 0;
-    return (flags & CLMAD_LOSS_W_GRAD) && clmad__same_shape(w, y);
+    return (flags & CLMAD_LOSS_W_GRAD) && shape_fits;
 }
 
 int clmad__bcast_user_stage(clmad_context *ctx, const clmad_kernel *k, clmad_tensor *const *inputs, int *pos)

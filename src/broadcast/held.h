@@ -13,7 +13,8 @@
  * is on, k has one output of at least one element, the inputs that need a
  * gradient (1 to the chunk cap of them) are distinct (but for held ones:
  * clmad_mul(z, z) over a held z, a loss's stage) and read at the element
- * index, and no input is a wrapped buffer (the caller could write
+ * index (but over a held input: a stage's learnable row), and no input is
+ * a wrapped buffer (the caller could write
  * it behind clmad's back). Else NULL: run it now. Hand it to clmad__hold
  * with the output, after recording the node as held. */
 clmad_held *clmad__bcast_held_new(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
@@ -37,8 +38,9 @@ void clmad__loss_grads_release(clmad_loss_grads *g);
  * kernel has read yet, and w (NULL for a plain sum) is not held, has y's
  * dtype and shape (or is 0-d: CLMAD_LOSS_W_SCALAR; or broadcasts to y's
  * shape, a row or a column: CLMAD_LOSS_W_BROADCAST) and needs no gradient
- * (or, with CLMAD_LOSS_W_GRAD, does and has y's shape, and is none of y's
- * broadcast's inputs: its gradient then has one contribution here). */
+ * (or, with CLMAD_LOSS_W_GRAD, does, and is none of y's broadcast's
+ * inputs: its gradient then has one contribution here, summed to its
+ * shape from y's as the stage's node sums its temporary). */
 enum { CLMAD_LOSS_W_SCALAR = 1, CLMAD_LOSS_W_GRAD = 2, CLMAD_LOSS_W_BROADCAST = 4 };
 int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, int flags);
 

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A loss kernel's stage operands of other shapes than y's (a row w_i in
- * sum(y * w), a column input of a user stage). Each needs no gradient
- * (held.c and elementwise.c hold such a stage only then), so the loss
- * kernel only reads it: at the element's broadcast offset, which the plan
- * of the broadcast's inputs with the extras after them gives as it gives
- * the broadcast's own strided inputs' (rows, columns, runs on CPUs). */
+ * sum(y * w), a column input of a user stage). The kernel reads each at
+ * the element's broadcast offset, which the plan of the broadcast's inputs
+ * with the extras after them gives as it gives the broadcast's own strided
+ * inputs' (rows, columns, runs on CPUs). A builtin stage's w may need a
+ * gradient (a learnable bias row): the kernel writes its contributions at
+ * y's shape, and backward sums them to w's (fused_loss.c); a user stage's
+ * input needs none (held.c). */
 #include "broadcast/loss_operands.h"
 #include "broadcast/launch.h"
 #include "tape/tape.h"

@@ -134,6 +134,28 @@ static int distinct_kernels(clmad_kernel *const *users, int n)
     return 1;
 }
 
+/* 1 if the inputs of y's broadcast that need a gradient, which the loss
+ * kernel writes at the element index, have y's shape and are distinct. A
+ * held broadcast over a held input may have others (held.c holds a
+ * stage's learnable row, and clmad_mul(z, z)) where no chain of stages
+ * took it. */
+static int distinct_targets(clmad_context *ctx, clmad_tensor *y)
+{
+    clmad_kernel *k;
+    clmad_tensor *const *in;
+    if (!clmad__bcast_held_call(y, &k, &in))
+        return 0;
+    for (int j = 0; j < k->n_inputs; j++) {
+        const int grad = !clmad__kernel_integer(k, j) && clmad__needs_grad(ctx, in[j]);
+        if (grad && !clmad__same_shape(in[j], y))
+            return 0;
+        for (int i = 0; i < j && grad; i++)
+            if (in[i] == in[j])
+                return 0;
+    }
+    return 1;
+}
+
 /* *form for a loss over z, when z is the last of a chain of held stages
  * (at most CLMAD_MAX_LOSS_STAGES) over a held broadcast *y. */
 static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_loss_form *form, clmad_tensor **y)
@@ -155,6 +177,8 @@ static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_l
             cur = zs[i];
             n = i;
         }
+    while (n > 0 && !distinct_targets(ctx, cur)) /* nor a broadcast it may not be (a learnable row's) */
+        cur = zs[--n];
     form->n_stages = n;
     for (int i = 0; i < n; i++) { /* found from the loss down, applied from y up */
         form->stage[i] = stage[n - 1 - i], form->stage_y[i] = pos[n - 1 - i];
@@ -168,8 +192,9 @@ static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_l
                       form->stage[n - 1] != CLMAD_STAGE_SQUARE && clmad__bcast_node_wants_partials(z->node);
     for (int i = 0; i < n; i++)
         form->stage_wgrad[i] = form->stage_w[i] && clmad__needs_grad(ctx, form->stage_w[i]);
-    if (n && form->stage_wgrad[n - 1] && form->stage_raw && !*clmad__adjoint_slot(ctx, z->node, 1 - form->stage_y[n - 1]))
-        form->stage_wgrad[n - 1] = 2;
+    if (n && form->stage_wgrad[n - 1] && form->stage_raw && clmad__same_shape(form->stage_w[n - 1], z) &&
+        !*clmad__adjoint_slot(ctx, z->node, 1 - form->stage_y[n - 1]))
+        form->stage_wgrad[n - 1] = 2; /* taken whole only from y's shape (node.c's take_partial) */
     if (!clmad__fused_user_grads(ctx, form, z, cur) || !clmad__loss_extras_fit(form, cur)) {
         clmad_tensor *w = form->w;
         const int self = form->self_dot;
@@ -179,22 +204,6 @@ static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_l
     }
     *y = cur;
     return n > 0;
-}
-
-/* 1 if the inputs of y's broadcast that need a gradient are distinct: a
- * held one may be in two places (clmad_mul(z, z) where no stage chain took
- * it), and the loss kernel would write its gradient as two. */
-static int distinct_targets(clmad_context *ctx, clmad_tensor *y)
-{
-    clmad_kernel *k;
-    clmad_tensor *const *in;
-    if (!clmad__bcast_held_call(y, &k, &in))
-        return 0;
-    for (int j = 0; j < k->n_inputs; j++)
-        for (int i = 0; i < j && clmad__needs_grad(ctx, in[j]); i++)
-            if (in[i] == in[j])
-                return 0;
-    return 1;
 }
 
 clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor *w, double scale, int out_ndim,
@@ -287,10 +296,18 @@ static clmad_status give_w_gradients(clmad_context *ctx, clmad_node *node, int y
 {
     clmad_status st = CLMAD_OK;
     for (int i = f->n_stages - 1; i >= 0 && st == CLMAD_OK; i--) {
-        if (f->g.stage_grad[i]) {
-            st = clmad__accumulate_input(ctx, stages[i], 1 - f->stage_y[i], f->g.stage_grad[i]);
-            f->g.stage_grad[i] = NULL;
+        clmad_tensor *g = f->g.stage_grad[i], *w = g ? stages[i]->inputs[1 - f->stage_y[i]] : NULL;
+        f->g.stage_grad[i] = NULL;
+        if (g && !clmad__same_shape(g, w)) {
+            /* a row, a column, 0-d: summed to w's shape as the node sums
+             * the temporary of its input of another shape (node.c) */
+            clmad_tensor *summed = NULL;
+            st = clmad__sum_to_shape(ctx, g, w->ndim, w->shape, &summed);
+            clmad_tensor_release(g);
+            g = summed;
         }
+        if (g)
+            st = clmad__accumulate_input(ctx, stages[i], 1 - f->stage_y[i], g);
         for (int u = 0; u < f->n_user_grads && st == CLMAD_OK; u++)
             if (f->user_grad_stage[u] == i && f->g.user_grad[u]) {
                 st = clmad__accumulate_input(ctx, stages[i], f->user_grad_input[u], f->g.user_grad[u]);

@@ -90,3 +90,18 @@ def test_row_or_column_operand_is_fused(rng, name, shape):
     assert fused_on == 1 and fused_off == 0 and fallbacks == 0
     assert kernels_on == run(True, LOSSES[name], a, b, w_full, False)[3]
     assert_bitwise(loss_on, grads_on, loss_off, grads_off)
+
+
+@pytest.mark.parametrize("name", ["sum(f * w)", "mean((f - w) ** 2)", "sum(f * w) + 0.01 sum(w * w)"])
+@pytest.mark.parametrize("shape", [(65,), (37, 1), ()])
+def test_learnable_row_column_or_scalar_is_fused(rng, name, shape):
+    """A builtin stage's w of another shape that needs a gradient (a bias
+    row, a scale): the loss kernel writes its contributions, backward sums
+    them to w's shape as the stage's node would, bit for bit as fusion off."""
+    a, b = (rng.uniform(-2, 2, (37, 65)).astype(np.float32) for _ in range(2))
+    w = np.asarray(rng.uniform(-2, 2, shape), dtype=np.float32)
+    loss_on, grads_on, fused_on, _, fallbacks = run(True, LOSSES[name], a, b, w, True)
+    loss_off, grads_off, fused_off, _, _ = run(False, LOSSES[name], a, b, w, True)
+    assert fused_on == 1 and fused_off == 0 and fallbacks == 0
+    assert grads_on[-1] is not None and grads_on[-1].shape == shape
+    assert_bitwise(loss_on, grads_on, loss_off, grads_off)

@@ -420,12 +420,12 @@ static size_t first_difference(const results *a, const results *b, size_t size, 
     return a->len;
 }
 
-/* A user kernel reads w: a w of another shape than y's that needs a
- * gradient is then no user stage's input (the kernel runs eagerly). */
-static int w_read_by_user(int form)
+/* Two stages read w (a user kernel and a product, or g twice): a w that
+ * needs a gradient would get two from one loss kernel, so the chain stops
+ * (the loss may be fused below, or not at all). */
+static int w_read_twice(int form)
 {
-    return form == SUM_USER || form == MEAN_USER_SCALAR || form == SUM_USER_USER_MUL || form == SUM_USER_TWICE ||
-           form == DOT_USER_SCALAR;
+    return form == SUM_USER_USER_MUL || form == SUM_USER_TWICE;
 }
 
 static void check(const program *p)
@@ -446,7 +446,7 @@ static void check(const program *p)
     if (p->form == SUM_USER_SELF) /* the kernel would write y's gradient as two: eager */
         cr_assert_eq(fused.stats.fused_losses, 0, "%sa loss over g(y, y) was fused", test_case());
     else if ((p->hazard == NONE || p->hazard == RELEASE_Y) && p->rows * p->cols > 1 &&
-             !(p->w_grad && p->w_shape && w_read_by_user(p->form))) {
+             !(p->w_grad && p->w_shape && w_read_twice(p->form))) {
         cr_assert_eq(fused.stats.fused_losses, 1, "%sno fused loss", test_case());
         cr_assert_eq(fused.stats.fusion_fallbacks, 0, "%sa fallback", test_case());
     }
@@ -957,10 +957,10 @@ Test(fusion, long_user_loops, .timeout = 300)
  * one value); with c full, the broadcast reads no strided input and only
  * w is indexed by coordinates. Also: the hazards, f64, GPUs' sums with and
  * without lanes, the terms form, and the passes: w adds none. A builtin
- * stage's w of these shapes (or 0-d) that needs a gradient is fused too:
- * the loss kernel writes its contributions at y's shape, and backward sums
- * them to w's as the stage's node sums its temporary; a user stage's input
- * needing one stays eager's. */
+ * stage's w, or a user stage's input, of these shapes (or 0-d) that needs
+ * a gradient is fused too: the loss kernel writes its contributions at y's
+ * shape, and backward sums them to w's as the stage's node sums its
+ * temporary. */
 typedef struct shaped {
     int form, w_shape;
 } shaped;
@@ -1023,6 +1023,7 @@ Test(fusion, stage_operands_of_other_shapes, .timeout = 900)
          * (another; over the 2 rows, two passes of clmad__sum_to_shape: one more) */
         check_passes_of(SUM_MUL, 7.5, 1, W_ROW);
         check_passes_of(SUM_ADD, 6.5, 1, W_COL);
+        check_passes_of(SUM_USER, 7.5, 1, W_ROW);
     }
     check_shaped(3, 11, 1, 6, 1);
     check_shaped(1, 7, 12, 0, 0);
@@ -1039,7 +1040,7 @@ Test(fusion, stage_operands_of_other_shapes, .timeout = 900)
         }
     /* needing a gradient (a learnable bias row, a scale column): the loss
      * kernel writes its per-element contributions, summed to w's shape as
-     * the stage's node sums them; a user stage's input stays eager's */
+     * the stage's node sums them (a builtin's w, a user stage's input) */
     for (size_t s = 1; s < (large ? 3u : 2u); s++)
         for (int f = 0; f < N_SHAPED; f++) {
             program p = {CLMAD_F32, sizes[s][0], sizes[s][1], SHAPED[f].form, NONE,

@@ -92,12 +92,13 @@ def test_row_or_column_operand_is_fused(rng, name, shape):
     assert_bitwise(loss_on, grads_on, loss_off, grads_off)
 
 
-@pytest.mark.parametrize("name", ["sum(f * w)", "mean((f - w) ** 2)", "sum(f * w) + 0.01 sum(w * w)"])
+@pytest.mark.parametrize("name", ["sum(f * w)", "mean((f - w) ** 2)", "sum(g(f, w))", "sum(f * w) + 0.01 sum(w * w)"])
 @pytest.mark.parametrize("shape", [(65,), (37, 1), ()])
 def test_learnable_row_column_or_scalar_is_fused(rng, name, shape):
-    """A builtin stage's w of another shape that needs a gradient (a bias
-    row, a scale): the loss kernel writes its contributions, backward sums
-    them to w's shape as the stage's node would, bit for bit as fusion off."""
+    """A stage's w of another shape that needs a gradient (a bias row, a
+    scale; a builtin's operand or a user kernel's input): the loss kernel
+    writes its contributions, backward sums them to w's shape as the stage's
+    node would, bit for bit as fusion off."""
     a, b = (rng.uniform(-2, 2, (37, 65)).astype(np.float32) for _ in range(2))
     w = np.asarray(rng.uniform(-2, 2, shape), dtype=np.float32)
     loss_on, grads_on, fused_on, _, fallbacks = run(True, LOSSES[name], a, b, w, True)

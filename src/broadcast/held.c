@@ -169,7 +169,7 @@ int clmad__bcast_user_stage(clmad_context *ctx, const clmad_kernel *k, clmad_ten
     for (int j = 0; j < k->n_inputs; j++) {
         const int grad = j != found && clmad__needs_grad(ctx, inputs[j]);
         if (j != found && !clmad__same_shape(inputs[j], inputs[found]) &&
-            (grad || !clmad__broadcasts_to(inputs[j], inputs[found])))
+            !clmad__broadcasts_to(inputs[j], inputs[found]))
             return 0;
         for (int i = 0; grad && i < j; i++)
             if (inputs[i] == inputs[j])

@@ -48,7 +48,8 @@ int clmad__bcast_loss_fusible(clmad_context *ctx, clmad_tensor *y, clmad_tensor 
  * codegen.h): fusion is on, k has one output and T inputs only, input *pos
  * is a held broadcast a loss may fuse (clmad__bcast_loss_fusible) of the
  * output's shape, and every other input is not held and has that shape or
- * (needing no gradient) broadcasts to it: 0-d, a row, a column. */
+ * broadcasts to it: 0-d, a row, a column (one that needs a gradient gets
+ * its contributions summed to its shape in backward: fused_loss.c). */
 int clmad__bcast_user_stage(clmad_context *ctx, const clmad_kernel *k, clmad_tensor *const *inputs, int *pos);
 
 /* 1 if t is a held broadcast's output that no loss kernel has read: *k

@@ -134,28 +134,6 @@ static int distinct_kernels(clmad_kernel *const *users, int n)
     return 1;
 }
 
-/* 1 if the inputs of y's broadcast that need a gradient, which the loss
- * kernel writes at the element index, have y's shape and are distinct. A
- * held broadcast over a held input may have others (held.c holds a
- * stage's learnable row, and clmad_mul(z, z)) where no chain of stages
- * took it. */
-static int distinct_targets(clmad_context *ctx, clmad_tensor *y)
-{
-    clmad_kernel *k;
-    clmad_tensor *const *in;
-    if (!clmad__bcast_held_call(y, &k, &in))
-        return 0;
-    for (int j = 0; j < k->n_inputs; j++) {
-        const int grad = !clmad__kernel_integer(k, j) && clmad__needs_grad(ctx, in[j]);
-        if (grad && !clmad__same_shape(in[j], y))
-            return 0;
-        for (int i = 0; i < j && grad; i++)
-            if (in[i] == in[j])
-                return 0;
-    }
-    return 1;
-}
-
 /* *form for a loss over z, when z is the last of a chain of held stages
  * (at most CLMAD_MAX_LOSS_STAGES) over a held broadcast *y. */
 static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_loss_form *form, clmad_tensor **y)
@@ -177,7 +155,8 @@ static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_l
             cur = zs[i];
             n = i;
         }
-    while (n > 0 && !distinct_targets(ctx, cur)) /* nor a broadcast it may not be (a learnable row's) */
+    /* nor a broadcast whose targets the kernel may not write (a learnable row's) */
+    while (n > 0 && !clmad__fused_distinct_targets(ctx, cur))
         cur = zs[--n];
     form->n_stages = n;
     for (int i = 0; i < n; i++) { /* found from the loss down, applied from y up */
@@ -219,7 +198,7 @@ clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor
     /* y may be the last of a chain of stages, clmad_dot's w on it as on a plain y */
     const int fits = clmad__bcast_loss_fusible(ctx, y, form.w, CLMAD_LOSS_W_GRAD);
     int staged = fits && stage_form(ctx, y, scale, &form, &over);
-    clmad_fused_loss *f = fits && distinct_targets(ctx, over) ? calloc(1, sizeof *f) : NULL;
+    clmad_fused_loss *f = fits && clmad__fused_distinct_targets(ctx, over) ? calloc(1, sizeof *f) : NULL;
     if (!f) { /* eager: it reads y and w alone */
         clmad_tensor *operands[2] = {y, w};
         return clmad__inputs_ready(ctx, operands, 2);
@@ -289,6 +268,23 @@ static int grads_usable(clmad_context *ctx, clmad_node *node, clmad_tensor *z, c
     return 1;
 }
 
+/* Hands g (y's shape; owned) to input j of node: summed first to the
+ * input's shape where it has another (a row, a column, 0-d), as the node
+ * sums the temporary it writes for such an input (node.c). */
+static clmad_status hand_to_input(clmad_context *ctx, clmad_node *node, int j, clmad_tensor *g)
+{
+    clmad_tensor *x = node->inputs[j];
+    if (!clmad__same_shape(g, x)) {
+        clmad_tensor *summed = NULL;
+        clmad_status st = clmad__sum_to_shape(ctx, g, x->ndim, x->shape, &summed);
+        clmad_tensor_release(g);
+        if (st != CLMAD_OK)
+            return st;
+        g = summed;
+    }
+    return clmad__accumulate_input(ctx, node, j, g);
+}
+
 /* Hands the gradients of the stages' and clmad_dot's w to their nodes'
  * inputs, in the order backward would: from the loss down. */
 static clmad_status give_w_gradients(clmad_context *ctx, clmad_node *node, int y_input, clmad_fused_loss *f,
@@ -296,21 +292,12 @@ static clmad_status give_w_gradients(clmad_context *ctx, clmad_node *node, int y
 {
     clmad_status st = CLMAD_OK;
     for (int i = f->n_stages - 1; i >= 0 && st == CLMAD_OK; i--) {
-        clmad_tensor *g = f->g.stage_grad[i], *w = g ? stages[i]->inputs[1 - f->stage_y[i]] : NULL;
+        if (f->g.stage_grad[i])
+            st = hand_to_input(ctx, stages[i], 1 - f->stage_y[i], f->g.stage_grad[i]);
         f->g.stage_grad[i] = NULL;
-        if (g && !clmad__same_shape(g, w)) {
-            /* a row, a column, 0-d: summed to w's shape as the node sums
-             * the temporary of its input of another shape (node.c) */
-            clmad_tensor *summed = NULL;
-            st = clmad__sum_to_shape(ctx, g, w->ndim, w->shape, &summed);
-            clmad_tensor_release(g);
-            g = summed;
-        }
-        if (g)
-            st = clmad__accumulate_input(ctx, stages[i], 1 - f->stage_y[i], g);
         for (int u = 0; u < f->n_user_grads && st == CLMAD_OK; u++)
             if (f->user_grad_stage[u] == i && f->g.user_grad[u]) {
-                st = clmad__accumulate_input(ctx, stages[i], f->user_grad_input[u], f->g.user_grad[u]);
+                st = hand_to_input(ctx, stages[i], f->user_grad_input[u], f->g.user_grad[u]);
                 f->g.user_grad[u] = NULL;
             }
     }

@@ -41,6 +41,13 @@ void clmad__fused_loss_free(clmad_fused_loss *fused);
  * the order of the sums eager's. */
 int clmad__fused_user_grads(clmad_context *ctx, clmad_loss_form *form, const clmad_tensor *z, clmad_tensor *y);
 
+/* 1 if the inputs of y's broadcast that need a gradient, which the loss
+ * kernel writes at the element index, have y's shape and are distinct. A
+ * held broadcast over a held input may have others (held.c holds a
+ * stage's learnable row, and clmad_mul(z, z)) where no chain of stages
+ * took it. */
+int clmad__fused_distinct_targets(clmad_context *ctx, clmad_tensor *y);
+
 /* 1 if nothing but the chain from the loss node down through the stages'
  * nodes (stages[0] the lowest) to the broadcast's node `head` reads the
  * chain's tensors or the tensors the loss kernel writes gradients for: no

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The tensors a fused loss writes gradients for (ops/fused_loss.c): which
- * of the user stages' inputs, each given one gradient, and whether the loss
- * kernel's are the only ones that reach them and its chain. */
+ * of the user stages' inputs, each given one gradient, whether the loss
+ * kernel's are the only ones that reach them and its chain, and whether a
+ * broadcast's may be written at the element index. */
 #include "ops/fused_loss.h"
+#include "broadcast/held.h"
 #include "tape/tape.h"
 
 /* Every tensor node reads that either is the chain's (below: the output of
@@ -56,7 +58,7 @@ int clmad__fused_user_grads(clmad_context *ctx, clmad_loss_form *form, const clm
             form->user_grad_stage[n] = i, form->user_grad_input[n] = j;
             const int last = i == form->n_stages - 1;
             clmad_tensor **slot = last ? clmad__adjoint_slot(ctx, z->node, j) : NULL;
-            form->user_grad_raw[n] = last && form->stage_raw && slot && !*slot;
+            form->user_grad_raw[n] = last && form->stage_raw && slot && !*slot && clmad__same_shape(x, z);
             n++;
             seen[n_seen++] = x;
         }
@@ -69,3 +71,19 @@ int clmad__fused_user_grads(clmad_context *ctx, clmad_loss_form *form, const clm
     return 1;
 }
 
+int clmad__fused_distinct_targets(clmad_context *ctx, clmad_tensor *y)
+{
+    clmad_kernel *k;
+    clmad_tensor *const *in;
+    if (!clmad__bcast_held_call(y, &k, &in))
+        return 0;
+    for (int j = 0; j < k->n_inputs; j++) {
+        const int grad = !clmad__kernel_integer(k, j) && clmad__needs_grad(ctx, in[j]);
+        if (grad && !clmad__same_shape(in[j], y))
+            return 0;
+        for (int i = 0; i < j && grad; i++)
+            if (in[i] == in[j])
+                return 0;
+    }
+    return 1;
+}

@@ -158,7 +158,7 @@ enum {
     CLMAD_STAGE_NEG, CLMAD_STAGE_EXP, CLMAD_STAGE_LOG, CLMAD_STAGE_TANH, CLMAD_STAGE_SIGMOID, CLMAD_STAGE_RELU,
     CLMAD_STAGE_SQRT,
     CLMAD_STAGE_USER, /* a user kernel of one output: z_i-1 is its input loss_stage_y, the
-                         others need no gradient (STAGE_INPUT s j) */
+                         others STAGE_INPUT s j (those that need a gradient get a USER_GRAD) */
     CLMAD_STAGE_SQUARE /* clmad_mul(z_i-1, z_i-1): one operand in both of mul's inputs */
 };
 

@@ -3,10 +3,10 @@
  * sum(y * w), a column input of a user stage). The kernel reads each at
  * the element's broadcast offset, which the plan of the broadcast's inputs
  * with the extras after them gives as it gives the broadcast's own strided
- * inputs' (rows, columns, runs on CPUs). A builtin stage's w may need a
- * gradient (a learnable bias row): the kernel writes its contributions at
- * y's shape, and backward sums them to w's (fused_loss.c); a user stage's
- * input needs none (held.c). */
+ * inputs' (rows, columns, runs on CPUs). One may need a gradient (a
+ * learnable bias row, a builtin's w or a user stage's input): the kernel
+ * writes its contributions at y's shape, and backward sums them to its
+ * shape (fused_loss.c). */
 #include "broadcast/loss_operands.h"
 #include "broadcast/launch.h"
 #include "tape/tape.h"

@@ -107,8 +107,9 @@ static int stage_under(clmad_context *ctx, clmad_tensor *z, int *stage, int *pos
         *user = k, *user_inputs = in;
         return 1;
     }
-    if (*stage >= CLMAD_STAGE_NEG || (*stage == CLMAD_STAGE_MUL && in[0] == in[1])) {
-        *stage = *stage == CLMAD_STAGE_MUL ? CLMAD_STAGE_SQUARE : *stage;
+    if (*stage == CLMAD_STAGE_MUL && in[0] == in[1])
+        *stage = CLMAD_STAGE_SQUARE; /* one operand, as the unary ones */
+    if (*stage >= CLMAD_STAGE_NEG) {
         *pos = 0, *below = in[0], *w = NULL;
         return clmad__bcast_loss_fusible(ctx, in[0], NULL, 0);
     }

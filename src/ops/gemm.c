@@ -48,12 +48,12 @@ static CLBlastStatusCode override_params(cl_device_id device, const clmad_clblas
 static void set_clblast_params(clmad_context *ctx)
 {
     pthread_mutex_lock(&clblast_first_lock);
-    int known = 0;
+    int known = clblast_set_count == MAX_SET_DEVICES; /* more devices: CLBlast's own */
     for (int i = 0; i < clblast_set_count && !known; i++)
         known = clblast_set[i] == ctx->device;
-    const char *env = getenv("CLMAD_CLBLAST_TABLE");
-    if (!known && clblast_set_count < MAX_SET_DEVICES) {
+    if (!known) {
         /* A refusal leaves CLBlast's own parameters: slower, not wrong. */
+        const char *env = getenv("CLMAD_CLBLAST_TABLE");
         if (!(env && strcmp(env, "0") == 0)) {
             CLBlastStatusCode s = override_params(ctx->device, ctx->clblast_f32);
             clmad__log("CLBlast Sgemm on \"%s\": %s (status %d)", ctx->info.name,

@@ -6,7 +6,8 @@
 #include "runtime/context.h"
 
 /* CLBlast's parameters for a device's F32 GEMMs, where the tuning table
- * has them (CLBlast's database has no entry for POCL's CPU device). */
+ * has them (tuning.c: CPUs, whose entries CLBlast's database lacks or has
+ * from older hosts). */
 #define CLMAD_XGEMM_PARAMS 16
 #define CLMAD_XGEMM_NAMES                                                                                         \
     {"GEMMK", "MWG", "NWG", "KWG", "MDIMC", "NDIMC", "MDIMA", "NDIMB", "KWI", "VWM", "VWN", "STRM", "STRN", "SA",  \

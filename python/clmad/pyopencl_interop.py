@@ -45,6 +45,7 @@ L = _lib.lib
 _cl = ocl.cl
 
 CL_DEVICE_PLATFORM = 0x1031
+CL_DEVICE_MEM_BASE_ADDR_ALIGN = 0x1019
 CL_MEM_ASSOCIATED_MEMOBJECT = 0x1107
 CL_MEM_OFFSET = 0x1108
 CL_BUFFER_CREATE_TYPE_REGION = 0x1220
@@ -160,7 +161,16 @@ def _mem_info(mem, param, ctype):
     return value.value
 
 
-def _sub_buffer(mem, offset, nbytes, keep):
+def _base_addr_align(device):
+    """The device's CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bytes."""
+    bits = c_uint()
+    err = _cl.clGetDeviceInfo(device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, ctypes.sizeof(bits), byref(bits), None)
+    if err:
+        raise OpenCLError(f"clGetDeviceInfo(CL_DEVICE_MEM_BASE_ADDR_ALIGN) failed on clmad's device ({err})")
+    return max(bits.value // 8, 1)
+
+
+def _sub_buffer(mem, offset, nbytes, keep, device):
     """A new sub-buffer of nbytes at offset in mem (of mem's parent when mem is a
     sub-buffer), with access flags inherited, that keeps `keep` until OpenCL
     destroys it. The caller owns the one reference."""
@@ -169,7 +179,13 @@ def _sub_buffer(mem, offset, nbytes, keep):
         offset += _mem_info(mem, CL_MEM_OFFSET, c_size_t)
         mem = parent
     err = c_int32()
-    sub = _cl.clCreateSubBuffer(mem, 0, CL_BUFFER_CREATE_TYPE_REGION, byref(_Region(offset, nbytes)), byref(err))
+    # Checked here, not left to clCreateSubBuffer: NVIDIA's driver accepts any
+    # offset, POCL refuses, and the same program must behave the same on both.
+    if offset % _base_addr_align(device):
+        err.value = CL_MISALIGNED_SUB_BUFFER_OFFSET
+        sub = None
+    else:
+        sub = _cl.clCreateSubBuffer(mem, 0, CL_BUFFER_CREATE_TYPE_REGION, byref(_Region(offset, nbytes)), byref(err))
     if err.value == CL_MISALIGNED_SUB_BUFFER_OFFSET:
         raise InvalidArgumentError(f"the array starts {offset} bytes into its buffer, which is not a multiple of "
                                    "the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN: a tensor cannot start there "
@@ -218,7 +234,7 @@ def _wrap_array(ctx, array, requires_grad=False):
     if not array.flags.c_contiguous:
         raise InvalidArgumentError(f"ctx.from_pyopencl: the array (shape {array.shape}, strides {array.strides}) "
                                    "is not C-contiguous; a tensor is contiguous and row-major (copy it first)")
-    context, _, queue = ocl.context_objects(ctx._live)
+    context, device, queue = ocl.context_objects(ctx._live)
     if array.context.int_ptr != context:
         raise InvalidArgumentError("ctx.from_pyopencl: the array belongs to another OpenCL context than ctx's "
                                    "(make ctx with clmad.Context.from_pyopencl(queue) on the array's queue)")
@@ -227,7 +243,7 @@ def _wrap_array(ctx, array, requires_grad=False):
     else:
         if array.queue is None or array.queue.int_ptr != queue:
             array.finish()  # its pending commands (array.events), which clmad's queue would not wait for
-        sub = _sub_buffer(array.base_data.int_ptr, array.offset, array.nbytes, array.base_data)
+        sub = _sub_buffer(array.base_data.int_ptr, array.offset, array.nbytes, array.base_data, device)
         out = _lib.tensor_p()
         status = L.clmad_tensor_wrap_cl(ctx._live, sub, 0, code, array.ndim, _lib.size_array(array.shape),
                                         byref(out))
@@ -272,7 +288,7 @@ def to_array(tensor, queue=None):
     cl = _pyopencl()
     release_pending()
     ctx = tensor.context
-    context, _, clmad_queue = ocl.context_objects(ctx._live)
+    context, device, clmad_queue = ocl.context_objects(ctx._live)
     if queue is None:
         _check_platform_for_pyopencl(cl, ctx)
         queue = cl.CommandQueue.from_int_ptr(clmad_queue, retain=True)
@@ -292,7 +308,7 @@ def to_array(tensor, queue=None):
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     handle = L.clmad_tensor_retain(tensor._handle)
     try:
-        sub = _sub_buffer(mem.value, offset.value, nbytes, _TensorRef(handle))
+        sub = _sub_buffer(mem.value, offset.value, nbytes, _TensorRef(handle), device)
     except BaseException:
         L.clmad_tensor_release(handle)
         raise

@@ -438,13 +438,22 @@ CLMAD_API clmad_status clmad_context_device(const clmad_context *ctx, clmad_devi
 /**
  * The tuning of a device: the parameters of the kernels clmad generates
  * for it. A context takes them, in this order, from: one table keyed by
- * the platform's vendor, the device type and the driver version (POCL on a
- * CPU: runs of 32 elements per work-item; rusticl, Intel's CPU runtime and
- * GPUs: one element), else a default per device type; then the values
- * `clmad-info --tune` measured for this device and stored in the cache
- * folder (clmad_tuning_save); then the environment
+ * the platform's vendor, the device type, the driver version and, for
+ * CLBlast's parameters of GPUs its database lacks, the device's name
+ * (POCL on a CPU: runs of 32 elements per work-item; rusticl, Intel's CPU
+ * runtime and GPUs: one element), else a default per device type; then
+ * the values `clmad-info --tune` measured for this device and stored in
+ * the cache folder (clmad_tuning_save); then the environment
  * (CLMAD_ITEMS_PER_WORK_ITEM). Results do not depend on the tuning beyond
  * the OpenCL spec's rounding; speed does.
+ * The table and that file also hold CLBlast's F32 GEMM parameters for
+ * devices its database lacks: a line "clblast_xgemm_f32" followed by the 16
+ * values clblast_tuner_xgemm prints (GEMMK MWG NWG KWG MDIMC NDIMC MDIMA
+ * NDIMB KWI VWM VWN STRM STRN SA SB KREG) and the size from which the tiled
+ * kernel runs (XGEMM_MIN_INDIRECT_SIZE), added by hand to the file; and
+ * "loss_lanes N" (1..32): work-items per partial sum of a GPU's fused loss
+ * kernel (1 by default). clmad_tuning_save keeps both lines. origin then
+ * says ", with loss lanes" and ", with CLBlast's F32 GEMM parameters".
  */
 typedef struct clmad_tuning {
     int items_per_work_item; /* consecutive elements one work-item computes, 1..1024 */

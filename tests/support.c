@@ -188,6 +188,23 @@ const char *test_fresh_dir(const char *tag)
     return path;
 }
 
+void test_append_to_tuning_file(const char *cache, const char *line)
+{
+    char cmd[2600];
+    snprintf(cmd, sizeof cmd, "for f in '%s'/tuning-*.txt; do echo '%s' >> \"$f\"; done", cache, line);
+    cr_assert_eq(system(cmd), 0);
+}
+
+void test_tuning_file_with(const char *cache, const char *line)
+{
+    clmad_context *ctx = test_context_with_cache(cache);
+    clmad_tuning t;
+    CHECK_OK(ctx, clmad_context_tuning(ctx, &t));
+    CHECK_OK(ctx, clmad_tuning_save(ctx, &t));
+    clmad_context_release(ctx);
+    test_append_to_tuning_file(cache, line);
+}
+
 int test_contains(const char *haystack, const char *needle)
 {
     return haystack && needle && strstr(haystack, needle) != NULL;

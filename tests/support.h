@@ -83,6 +83,13 @@ clmad_stats test_stats(clmad_context *ctx);
  * returned string is static and valid until the next call. */
 const char *test_fresh_dir(const char *tag);
 
+/* Writes the device's tuning file in the cache folder cache with the
+ * values in force (clmad_tuning_save), then appends line to it. */
+void test_tuning_file_with(const char *cache, const char *line);
+
+/* Appends line to the device's tuning file in cache. */
+void test_append_to_tuning_file(const char *cache, const char *line);
+
 /* 1 if haystack contains needle. */
 int test_contains(const char *haystack, const char *needle);
 

@@ -4,8 +4,11 @@
  * double, and against CLBlast's (CLMAD_SMALL_GEMM=0), for each
  * transposition, matrices at offsets (bmm), and gradients that accumulate
  * (beta 1). Larger ones run CLBlast's tiled kernel, with the tuning table's
- * parameters where it has them (POCL on a CPU). */
+ * parameters where it has them (POCL on a CPU), or those of the device's
+ * tuning file. */
 #include "support.h"
+
+#include <criterion/redirect.h>
 
 #include <math.h>
 #include <stdlib.h>
@@ -110,6 +113,69 @@ Test(gemm_small, clblasts_tiled_kernel_against_the_host)
         free(want);
     }
     clmad_context_release(ctx);
+}
+
+/* The products of clblasts_tiled_kernel_against_the_host (exact in f32). */
+static void products_against_the_host(clmad_context *ctx)
+{
+    static const size_t sizes[][3] = {{257, 300, 263}, {70, 1030, 301}};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        const size_t m = sizes[s][0], n = sizes[s][1], k = sizes[s][2];
+        float *got = malloc(m * n * sizeof *got);
+        double *want = malloc(m * n * sizeof *want);
+        for (int t = 0; t < 4; t++) {
+            test_set_case("%zu x %zu x %zu, ta %d, tb %d", m, n, k, t & 1, t >> 1);
+            product(ctx, t & 1, t >> 1, m, n, k, got, want);
+            for (size_t i = 0; i < m * n; i++)
+                cr_assert_eq((double)got[i], want[i], "%s: element %zu: %g, host %g", test_case(), i,
+                             (double)got[i], want[i]);
+        }
+        free(got);
+        free(want);
+    }
+}
+
+static void redirect(void)
+{
+    cr_redirect_stderr();
+}
+
+Test(gemm_small, a_tuning_file_gives_clblast_its_parameters, .init = redirect)
+{
+    /* CLBlast keeps parameters per device and process: this test's process
+     * sets them once, from the file (32 x 32 x 32 tiles, vectors of 2: in
+     * no row of the table; the tiled kernel from 64^3). */
+    setenv("CLMAD_LOG", "info", 1);
+    char cache[1200];
+    snprintf(cache, sizeof cache, "%s", test_fresh_dir("gemm-tuned"));
+    const char *line = "clblast_xgemm_f32 0 32 32 32 8 8 8 8 2 2 2 0 0 1 1 1 64";
+    test_tuning_file_with(cache, line);
+
+    clmad_context *b = test_context_with_cache(cache);
+    clmad_tuning got;
+    CHECK_OK(b, clmad_context_tuning(b, &got));
+    cr_assert(test_contains(got.origin, "tuned:") && test_contains(got.origin, "CLBlast's F32 GEMM parameters"),
+              "%s", got.origin);
+    products_against_the_host(b);
+    fflush(stderr);
+    static char text[16384];
+    size_t n = fread(text, 1, sizeof text - 1, cr_get_redirected_stderr());
+    text[n] = '\0';
+    cr_assert(test_contains(text, "the device's tuning file's parameters (status 0)"), "%s", text);
+
+    /* Saved again (clmad-info --tune), the file keeps the line. */
+    CHECK_OK(b, clmad_tuning_save(b, &got));
+    char cmd[2600];
+    snprintf(cmd, sizeof cmd, "grep -qx '%s' '%s'/tuning-*.txt", line, cache);
+    cr_assert_eq(system(cmd), 0, "clmad_tuning_save dropped the CLBlast line");
+    clmad_context_release(b);
+
+    /* A line of 16 numbers: the whole file is ignored, as any bad file. */
+    test_append_to_tuning_file(cache, "clblast_xgemm_f32 0 32 32 32 8 8 8 8 2 2 2 0 0 1 1 1");
+    clmad_context *c = test_context_with_cache(cache);
+    CHECK_OK(c, clmad_context_tuning(c, &got));
+    cr_assert(!test_contains(got.origin, "tuned:"), "%s", got.origin);
+    clmad_context_release(c);
 }
 
 Test(gemm_small, batches_at_offsets_and_accumulated_gradients)

@@ -3,7 +3,7 @@
  * CLBlast, its first call of the process serialised. */
 #include "ops/ops.h"
 #include "base/log.h"
-#include "runtime/tuning.h"
+#include "runtime/clblast_tuning.h"
 
 #include <clblast_c.h>
 #include <pthread.h>
@@ -24,8 +24,8 @@
 static pthread_mutex_t clblast_first_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int clblast_ready;
 
-/* The devices whose GEMM parameters clmad has set from the tuning table
- * (under clblast_first_lock): once per device and process, before its first
+/* The devices whose GEMM parameters clmad has set from the tuning table or
+ * the device's tuning file (under clblast_first_lock): once per device and process, before its first
  * GEMM, so that every program CLBlast builds and keeps for the device was
  * built with the parameters its launches use (CLBlast keeps the parameters
  * per device, its programs per context). CLMAD_CLBLAST_TABLE=0 keeps
@@ -56,8 +56,10 @@ static void set_clblast_params(clmad_context *ctx)
         const char *env = getenv("CLMAD_CLBLAST_TABLE");
         if (!(env && strcmp(env, "0") == 0)) {
             CLBlastStatusCode s = override_params(ctx->device, ctx->clblast_f32);
-            clmad__log("CLBlast Sgemm on \"%s\": %s (status %d)", ctx->info.name,
-                       s == CLBlastSuccess ? "the tuning table's parameters" : "CLBlast's own parameters", (int)s);
+            const char *whose = ctx->clblast_f32 == &ctx->tuned.clblast_f32 ? "the device's tuning file's"
+                                                                           : "the tuning table's";
+            clmad__log("CLBlast Sgemm on \"%s\": %s parameters (status %d)", ctx->info.name,
+                       s == CLBlastSuccess ? whose : "CLBlast's own", (int)s);
         }
         clblast_set[clblast_set_count++] = ctx->device;
     }

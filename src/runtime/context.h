@@ -4,6 +4,7 @@
 #define CLMAD_CONTEXT_H
 
 #include "runtime/buffer_pool.h"
+#include "runtime/clblast_tuning.h"
 #include "runtime/error.h"
 #include "runtime/kernel_ids.h"
 #include "runtime/program.h"
@@ -57,14 +58,15 @@ struct clmad_context {
     int inject_build_failure;       /* tests: broadcast variants of this clmad_mode fail to build
                                        (clmad__inject_build_failure); 0: none */
     int loss_lanes;                 /* work-items per partial sum of an interleaved loss kernel
-                                       (tuning.c; 1, or 8 on GPUs) */
+                                       (tuning.c; 1 unless the device's tuning file says) */
     int loss_terms;                 /* a loss kernel summing ranges writes each element's term
                                        for the range pass (tuning.c, codegen_loss.c) */
     int sums_interleaved;           /* tests: no sum by ranges, as on GPUs (reduce.c) */
     int vector_width;               /* elements per work-item of the flat internal kernels
                                        (tuning.c; CLMAD_VW of cl/real.clh) */
-    const struct clmad_clblast_tuning *clblast_f32; /* CLBlast's parameters for F32 GEMMs on the
-                                       device (tuning.h); NULL: its own database's */
+    const clmad_clblast_tuning *clblast_f32; /* CLBlast's parameters for F32 GEMMs on the
+                                       device (tuning.c); NULL: its own database's */
+    clmad_tuned_extras tuned;       /* the device's tuning file's lines beyond clmad_tuning */
     int clblast_checked;            /* gemm.c has set them (or found them set) for the device */
     clmad_message error;
     clmad_tape_settings tape;

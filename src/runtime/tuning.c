@@ -19,6 +19,7 @@ typedef struct tuning_row {
     const char *platform_vendor; /* CL_PLATFORM_VENDOR, exactly; NULL: any */
     int type;                    /* a clmad_device_type; -1: any */
     const char *driver_prefix;   /* CL_DRIVER_VERSION starts with it; NULL: any */
+    const char *device_name;     /* CL_DEVICE_NAME, exactly (CLBlast's own key); NULL: any */
     int items, chunk_cap, inline_pragma;
     const char *name;
     int loss_lanes; /* work-items sharing one partial sum of a loss kernel (codegen_loss.c) */
@@ -44,15 +45,33 @@ static const clmad_clblast_tuning LLVM_CPU_CLBLAST = {{0, 64, 64, 32, 8, 8, 8, 8
  * GFLOP/s at 1024^3, made bench_mlp's step 1.3x faster. */
 static const clmad_clblast_tuning INTEL_CPU_CLBLAST = {{0, 32, 64, 32, 16, 8, 16, 8, 2, 2, 4, 0, 0, 0, 0, 1}, 256};
 
+/* NVIDIA's H200: CLBlast 1.5.3's database knows NVIDIA GPUs up to the
+ * A100 (SM8.0). clblast_tuner_xgemm at 2048^3 on an H200 (2026-11-28,
+ * driver 580.159.04) found 37.8 TFLOP/s with these after 1076
+ * configurations; bench_mlp's step at 4096 x 1024 x 4096 x 1000 took
+ * 6.53-6.80 ms with them against 7.67-8.53 with CLBlast's own, alternating
+ * in one run. Products under 1024^3 multiply-adds keep XgemmDirect: from
+ * 256^3 the tiled kernel's copies made the 256-batch step 2x slower
+ * (bench/results/nvidia-h200.md). */
+static const clmad_clblast_tuning NVIDIA_H200_CLBLAST = {{0, 128, 128, 32, 16, 16, 16, 8, 2, 4, 4, 0, 1, 1, 1, 1},
+                                                         1024};
+
 /* The first row that matches wins. Items: POCL vectorises only a loop
  * inside the work-item (docs/design-notes.md); rusticl's llvmpipe and
  * Intel's CPU runtime vectorise across work-items themselves, and GPUs
  * want one element per work-item for coalescing. Chunk cap: bench_arity
  * (one chunk of up to 16 partials was fastest on POCL, llvmpipe and an
  * H100). Inline pragma: compilers on upstream clang that take always_inline
- * in `#pragma clang attribute` (codegen.c). Loss lanes: on GPUs a loss
- * kernel's partial sum of about 32 elements is 8 work-items' work, so that
- * a 1024 x 1024 loss fills an H100 (CPUs sum by ranges: no lanes).
+ * in `#pragma clang attribute` (codegen.c). Loss lanes: several work-items
+ * per partial sum of a loss kernel (codegen_loss.c), meant for GPUs (8,
+ * so that a 1024 x 1024 loss fills an H100), were off on every device
+ * from 942be9e on (this table's initialisers were one field out of
+ * order); every GPU figure in bench/results was measured without them,
+ * so they stay off until a GPU measures them (a tuning file's
+ * "loss_lanes N"). CPUs sum by ranges: no lanes. Caches by source: 1
+ * (programs that include files get a define of their own, program.c)
+ * wherever the driver's cache is not known to key the preprocessed
+ * source, as POCL's does.
  * Vector width: the flat kernels' one vector load and store per work-item
  * (bench_hmlstm's copy against clEnqueueCopyBuffer on the same buffers;
  * docs/design-notes.md): 16 floats on POCL's CPU device and 8 on Intel's
@@ -71,12 +90,23 @@ static const clmad_clblast_tuning INTEL_CPU_CLBLAST = {{0, 32, 64, 32, 16, 8, 16
  * compiler takes the inline pragma (it inlined the user's functions
  * already). */
 static const tuning_row TABLE[] = {
-    {"The pocl project", CLMAD_DEVICE_CPU, NULL, 32, 16, 1, "POCL on a CPU", 0, 1, 16, 0, &LLVM_CPU_CLBLAST},
-    {"The pocl project", -1, NULL, 1, 16, 1, "POCL", 0, 8, 4, 0, NULL},
-    {"Mesa/X.org", CLMAD_DEVICE_CPU, NULL, 1, 16, 1, "Mesa (rusticl) on a CPU", 1, 1, 1, 1, &LLVM_CPU_CLBLAST},
-    {"Mesa/X.org", -1, NULL, 1, 16, 1, "Mesa (rusticl)", 1, 1, 1, 1, NULL},
-    {"Intel(R) Corporation", CLMAD_DEVICE_CPU, NULL, 1, 16, 1, "Intel's CPU runtime", 0, 1, 8, 1, &INTEL_CPU_CLBLAST},
-    {"Oclgrind", -1, NULL, 1, 16, 0, "Oclgrind (a simulator: the GPU form)", 0, 8, 4, 0, NULL},
+    {.platform_vendor = "The pocl project", .type = CLMAD_DEVICE_CPU, .items = 32, .chunk_cap = 16,
+     .inline_pragma = 1, .name = "POCL on a CPU", .loss_lanes = 1, .vector_width = 16,
+     .clblast_f32 = &LLVM_CPU_CLBLAST},
+    {.platform_vendor = "The pocl project", .type = -1, .items = 1, .chunk_cap = 16, .inline_pragma = 1,
+     .name = "POCL", .loss_lanes = 1, .vector_width = 4},
+    {.platform_vendor = "Mesa/X.org", .type = CLMAD_DEVICE_CPU, .items = 1, .chunk_cap = 16, .inline_pragma = 1,
+     .name = "Mesa (rusticl) on a CPU", .loss_lanes = 1, .caches_by_source = 1, .vector_width = 1,
+     .loss_terms = 1, .clblast_f32 = &LLVM_CPU_CLBLAST},
+    {.platform_vendor = "Mesa/X.org", .type = -1, .items = 1, .chunk_cap = 16, .inline_pragma = 1,
+     .name = "Mesa (rusticl)", .loss_lanes = 1, .caches_by_source = 1, .vector_width = 1, .loss_terms = 1},
+    {.platform_vendor = "Intel(R) Corporation", .type = CLMAD_DEVICE_CPU, .items = 1, .chunk_cap = 16,
+     .inline_pragma = 1, .name = "Intel's CPU runtime", .loss_lanes = 1, .caches_by_source = 1, .vector_width = 8,
+     .loss_terms = 1, .clblast_f32 = &INTEL_CPU_CLBLAST},
+    {.type = CLMAD_DEVICE_GPU, .device_name = "NVIDIA H200", .items = 1, .chunk_cap = 16, .name = "NVIDIA H200", .loss_lanes = 1, .caches_by_source = 1, .vector_width = 4,
+     .clblast_f32 = &NVIDIA_H200_CLBLAST},
+    {.platform_vendor = "Oclgrind", .type = -1, .items = 1, .chunk_cap = 16,
+     .name = "Oclgrind (a simulator: the GPU form)", .loss_lanes = 1, .caches_by_source = 1, .vector_width = 4},
 };
 
 /* When no row matches: by device type; accelerators and others keep the
@@ -84,17 +114,21 @@ static const tuning_row TABLE[] = {
 static tuning_row type_default(clmad_device_type type)
 {
     if (type == CLMAD_DEVICE_GPU)
-        return (tuning_row){NULL, type, NULL, 1, 16, 0, "default for GPUs", 0, 8, 4, 0, NULL};
+        return (tuning_row){.type = type, .items = 1, .chunk_cap = 16, .name = "default for GPUs", .loss_lanes = 1,
+                            .caches_by_source = 1, .vector_width = 4};
     if (type == CLMAD_DEVICE_CPU)
-        return (tuning_row){NULL, type, NULL, 1, 16, 0, "default for CPUs", 0, 1, 1, 0, NULL};
-    return (tuning_row){NULL, type, NULL, 1, 8, 0, "default for other devices", 0, 1, 1, 0, NULL};
+        return (tuning_row){.type = type, .items = 1, .chunk_cap = 16, .name = "default for CPUs", .loss_lanes = 1,
+                            .caches_by_source = 1, .vector_width = 1};
+    return (tuning_row){.type = type, .items = 1, .chunk_cap = 8, .name = "default for other devices",
+                        .loss_lanes = 1, .caches_by_source = 1, .vector_width = 1};
 }
 
 static int row_matches(const tuning_row *r, const char *vendor, const clmad_device_info *info)
 {
     return (!r->platform_vendor || strcmp(r->platform_vendor, vendor) == 0) &&
            (r->type < 0 || r->type == (int)info->type) &&
-           (!r->driver_prefix || strncmp(info->driver_version, r->driver_prefix, strlen(r->driver_prefix)) == 0);
+           (!r->driver_prefix || strncmp(info->driver_version, r->driver_prefix, strlen(r->driver_prefix)) == 0) &&
+           (!r->device_name || strcmp(info->name, r->device_name) == 0);
 }
 
 static void platform_vendor(const clmad_context *ctx, char *buf, size_t cap)
@@ -116,9 +150,33 @@ static void tuned_file_name(const clmad_context *ctx, char *name, size_t cap)
     snprintf(name, cap, "tuning-%016llx.txt", (unsigned long long)h);
 }
 
-/* Reads "items_per_work_item N" and "chunk_cap N" lines (# comments) of
- * the device's file into t; 1 when the file was there and valid. */
-static int read_tuned(const clmad_context *ctx, const char *name, clmad_tuning *t)
+/* The numbers after "clblast_xgemm_f32" in a tuning file's line: the 16
+ * Xgemm parameters in CLMAD_XGEMM_NAMES' order, then XGEMM_MIN_INDIRECT_SIZE.
+ * The bounds keep nonsense out; CLBlast checks what it builds with. */
+static int parse_clblast(const char *rest, clmad_clblast_tuning *c)
+{
+    size_t values[CLMAD_XGEMM_PARAMS + 1];
+    for (int i = 0; i <= CLMAD_XGEMM_PARAMS; i++) {
+        char *end;
+        long v = strtol(rest, &end, 10);
+        if (end == rest || v < 0 || v > (i < CLMAD_XGEMM_PARAMS ? 1024 : 65536))
+            return 0;
+        values[i] = (size_t)v;
+        rest = end;
+    }
+    while (*rest == ' ' || *rest == '\t')
+        rest++;
+    if (*rest != '\n' && *rest != '\0')
+        return 0;
+    memcpy(c->xgemm, values, sizeof c->xgemm);
+    c->min_indirect = values[CLMAD_XGEMM_PARAMS];
+    return 1;
+}
+
+/* Reads "items_per_work_item N", "chunk_cap N", "loss_lanes N" and
+ * "clblast_xgemm_f32 ..." lines (# comments) of the device's file into t
+ * and *extras; 1 when the file was there and valid. */
+static int read_tuned(const clmad_context *ctx, const char *name, clmad_tuning *t, clmad_tuned_extras *extras)
 {
     int fd = openat(ctx->cache_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
@@ -129,19 +187,26 @@ static int read_tuned(const clmad_context *ctx, const char *name, clmad_tuning *
         return 0;
     }
     clmad_tuning got = *t;
-    char line[256];
+    clmad_tuned_extras got_extras = {0};
+    char line[512];
     int ok = 1;
     while (ok && fgets(line, sizeof line, f)) {
         char key[64];
         long value;
+        int used = 0;
         if (line[0] == '#' || line[0] == '\n')
             continue;
-        if (sscanf(line, "%63s %ld", key, &value) != 2)
+        if (sscanf(line, "%63s%n", key, &used) == 1 && !strcmp(key, "clblast_xgemm_f32"))
+            ok = got_extras.has_clblast_f32 = parse_clblast(line + used, &got_extras.clblast_f32);
+        else if (sscanf(line, "%63s %ld", key, &value) != 2)
             ok = 0;
         else if (!strcmp(key, "items_per_work_item") && value >= 1 && value <= 1024)
             got.items_per_work_item = (int)value;
         else if (!strcmp(key, "chunk_cap") && value >= 1 && value <= 64)
             got.chunk_cap = (int)value;
+        else if (!strcmp(key, "loss_lanes") && value >= 1 && value <= 32 &&
+                 (size_t)value * 32 <= ctx->info.max_work_group_size) /* groups of 32 parts x lanes */
+            got_extras.loss_lanes = (int)value;
         else
             ok = 0;
     }
@@ -152,6 +217,7 @@ static int read_tuned(const clmad_context *ctx, const char *name, clmad_tuning *
         return 0;
     }
     *t = got;
+    *extras = got_extras;
     return 1;
 }
 
@@ -178,8 +244,14 @@ void clmad__tuning_resolve(clmad_context *ctx)
     if (ctx->cache_dir) {
         char name[64];
         tuned_file_name(ctx, name, sizeof name);
-        if (read_tuned(ctx, name, t))
-            snprintf(t->origin, sizeof t->origin, "tuned: %s/%s", ctx->cache_dir, name);
+        if (read_tuned(ctx, name, t, &ctx->tuned))
+            snprintf(t->origin, sizeof t->origin, "tuned: %s/%s%s%s", ctx->cache_dir, name,
+                     ctx->tuned.loss_lanes ? ", with loss lanes" : "",
+                     ctx->tuned.has_clblast_f32 ? ", with CLBlast's F32 GEMM parameters" : "");
+        if (ctx->tuned.loss_lanes)
+            ctx->loss_lanes = ctx->tuned.loss_lanes;
+        if (ctx->tuned.has_clblast_f32)
+            ctx->clblast_f32 = &ctx->tuned.clblast_f32;
     }
     /* CLMAD_ITEMS_PER_WORK_ITEM=N: N elements per work-item on any device
      * (tests run the one-element form of GPUs on POCL, Oclgrind checks the
@@ -204,6 +276,19 @@ clmad_status clmad_context_tuning(const clmad_context *ctx, clmad_tuning *tuning
                            ctx ? "tuning" : "ctx");
     *tuning = ctx->tuning;
     return CLMAD_OK;
+}
+
+/* The tuning file's lines beyond clmad_tuning (read_tuned reads them). */
+static void write_extras(FILE *f, const clmad_tuned_extras *e)
+{
+    if (e->loss_lanes)
+        fprintf(f, "loss_lanes %d\n", e->loss_lanes);
+    if (!e->has_clblast_f32)
+        return;
+    fputs("clblast_xgemm_f32", f);
+    for (int i = 0; i < CLMAD_XGEMM_PARAMS; i++)
+        fprintf(f, " %zu", e->clblast_f32.xgemm[i]);
+    fprintf(f, " %zu\n", e->clblast_f32.min_indirect);
 }
 
 clmad_status clmad_tuning_save(clmad_context *ctx, const clmad_tuning *tuning)
@@ -231,6 +316,7 @@ clmad_status clmad_tuning_save(clmad_context *ctx, const clmad_tuning *tuning)
         fprintf(f, "# clmad tuning of \"%s\" (driver %s), written by clmad_tuning_save\n"
                    "items_per_work_item %d\nchunk_cap %d\n",
                 ctx->info.name, ctx->info.driver_version, tuning->items_per_work_item, tuning->chunk_cap);
+        write_extras(f, &ctx->tuned); /* the file's own lines: kept */
         if (fclose(f) != 0)
             err = errno ? errno : EIO;
     } else if (fd >= 0) {

@@ -102,6 +102,45 @@ __kernel void clmad_reduce_sum(__global real *dst, __global const real *src, ulo
     dst[g] = acc;
 }
 
+/* One level of clmad_reduce_sum_tail: its parts of n values of IN into OUT,
+ * or the sum into dst[0] at the last level. */
+#define CLMAD_TAIL_LEVEL(IN, OUT)                                                               \
+    for (ulong p = lid; p < parts; p += w) {                                                    \
+        real acc = 0;                                                                           \
+        for (ulong q = p; q < n; q += parts)                                                    \
+            acc += IN[q];                                                                       \
+        if (parts > 1)                                                                          \
+            OUT[p] = acc;                                                                       \
+        else                                                                                    \
+            dst[0] = scaled ? scale * acc : acc;                                                \
+    }
+
+/* The last passes of clmad_reduce_sum over one contiguous run of n values
+ * (one kept element), in one work-group: each level's parts as
+ * clmad__reduce makes them (parts = 1 up to 64 values, else n / 32 rounded
+ * up; part p is p, p + parts, ...), added in the same order, kept in local
+ * memory between the levels instead of one launch each. n <= 32768 (the
+ * first level's parts fit a). dst[0] is the sum, times scale when scaled
+ * (as clmad__reduce's clmad_strided_copy scales it). */
+__kernel void clmad_reduce_sum_tail(__global real *dst, __global const real *src, ulong n, real scale,
+                                    int scaled)
+{
+    __local real a[1024], b[32];
+    const ulong lid = get_local_id(0), w = get_local_size(0);
+    ulong parts = n <= 64 ? 1 : (n + 31) / 32;
+    CLMAD_TAIL_LEVEL(src, a)
+    __local real *in = a, *out = b;
+    while (parts > 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        n = parts;
+        parts = n <= 64 ? 1 : (n + 31) / 32;
+        CLMAD_TAIL_LEVEL(in, out)
+        __local real *t = in;
+        in = out;
+        out = t;
+    }
+}
+
 /* On CPUs, a full sum of a contiguous array: work-item p sums the range
  * [p n / parts, (p + 1) n / parts) in eight lanes (element q of the range's
  * multiples of 8 into lane q % 8), then its tail, then the lanes in a fixed

@@ -8,15 +8,19 @@
  * u8), axpby, concatenation and slices (the contiguous copy, at offsets),
  * and backward (a lazy adjoint expanded, gradients accumulated, a slice's
  * gradient copied at an offset). The values are small integers and
- * halves, so every result is exact and compared with ==.
+ * halves, so every result is exact and compared with ==. Also the sum's
+ * last passes in GPUs' order, one work-group for all of them, against the
+ * host's passes in the same order.
  */
 #include <criterion/criterion.h>
 
 #include "support.h"
+#include "internal.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static clmad_context *ctx;
 
@@ -155,5 +159,74 @@ Test(flat_kernels, every_tail_length)
     static const size_t longer[] = {257, 255, 256, 4099, 65537};
     for (int i = 0; i < (small ? 1 : 5); i++)
         check_length(longer[i]);
+    clmad_context_release(ctx);
+}
+
+/* The sum of x[0..n) as clmad__reduce's passes make it where sums are
+ * interleaved (GPUs): parts of n / 32 (1 up to 64 values), part p the
+ * values p, p + parts, ..., each from 0, in float. */
+static float host_passes(const float *x, size_t n)
+{
+    float *cur = malloc(n * sizeof *cur), *next = malloc(((n + 31) / 32 + 1) * sizeof *next);
+    cr_assert(cur && next);
+    memcpy(cur, x, n * sizeof *cur);
+    for (;;) {
+        size_t parts = n <= 64 ? 1 : (n + 31) / 32;
+        for (size_t p = 0; p < parts; p++) {
+            float acc = 0;
+            for (size_t q = p; q < n; q += parts)
+                acc += cur[q];
+            next[p] = acc;
+        }
+        if (parts == 1) {
+            float sum = next[0];
+            free(cur);
+            free(next);
+            return sum;
+        }
+        float *t = cur;
+        cur = next, next = t, n = parts;
+    }
+}
+
+/* Values whose sum depends on the order of the additions (magnitudes from
+ * 2^-10 to 2^10, both signs). */
+static float order_sensitive(size_t i)
+{
+    return (float)((long)((i * 2654435761u) % 2001) - 1000) * ldexpf(1.0f, (int)(i % 21) - 10) / 7.0f;
+}
+
+Test(flat_kernels, sums_last_passes_in_one_group_as_the_passes)
+{
+    ctx = test_context();
+    clmad__sum_as_gpus(ctx, 1);
+    const char *small_env = getenv("CLMAD_TEST_SMALL");
+    const int small = small_env && *small_env == '1';
+    /* Up to 64 values (one level), two and three levels, the largest the
+     * tail takes whole (32 x 1024), and one more level before it. */
+    static const size_t sizes[] = {1, 64, 65, 2048, 2049, 32768, 32769, 100003};
+    for (int s = 0; s < (small ? 5 : 8); s++) {
+        const size_t n = sizes[s];
+        float *h = malloc(n * sizeof *h);
+        cr_assert_not_null(h);
+        for (size_t i = 0; i < n; i++)
+            h[i] = order_sensitive(i);
+        clmad_tensor *x, *sum, *mean;
+        CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 1, &n, h, &x));
+        CHECK_OK(ctx, clmad_sum(ctx, x, 0, NULL, 0, &sum));
+        CHECK_OK(ctx, clmad_mean(ctx, x, 0, NULL, 0, &mean));
+        float got[2];
+        CHECK_OK(ctx, clmad_tensor_read(sum, &got[0], sizeof got[0]));
+        CHECK_OK(ctx, clmad_tensor_read(mean, &got[1], sizeof got[1]));
+        const float want = host_passes(h, n), want_mean = (float)(1.0 / (double)n) * want;
+        cr_assert(memcmp(&got[0], &want, sizeof want) == 0, "n %zu: sum %.9g, the host's passes %.9g", n,
+                  (double)got[0], (double)want);
+        cr_assert(memcmp(&got[1], &want_mean, sizeof want) == 0, "n %zu: mean %.9g, the host's %.9g", n,
+                  (double)got[1], (double)want_mean);
+        clmad_tensor_release(x);
+        clmad_tensor_release(sum);
+        clmad_tensor_release(mean);
+        free(h);
+    }
     clmad_context_release(ctx);
 }

@@ -71,6 +71,8 @@ struct clmad_context {
     clmad_message error;
     clmad_tape_settings tape;
     cl_kernel kernels[CLMAD__DTYPE_COUNT][CLMAD_KERNEL_COUNT]; /* [dtype][id], kernels.c */
+    size_t reduce_tail_group[CLMAD__DTYPE_COUNT]; /* work-items of clmad_reduce_sum_tail's one group
+                                                     (reduce.c); 0 until asked */
     struct clmad_builtins *builtins;          /* the ops layer's (ops/builtins.h), NULL until used */
     /* Scopes (scope.c): every tensor made while one is open, by position;
      * an entry is NULL once the tensor is freed or kept. marks[i] is where

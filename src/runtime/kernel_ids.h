@@ -8,6 +8,7 @@
 #define CLMAD_CACHED_KERNELS(X)                                                   \
     X(CLMAD_OPS_STRIDED_COPY, "ops.cl", "clmad_strided_copy")                    \
     X(CLMAD_OPS_REDUCE_SUM, "ops.cl", "clmad_reduce_sum")                        \
+    X(CLMAD_OPS_REDUCE_SUM_TAIL, "ops.cl", "clmad_reduce_sum_tail")              \
     X(CLMAD_OPS_ACCUMULATE, "ops.cl", "clmad_accumulate")                        \
     X(CLMAD_OPS_FILL, "ops.cl", "clmad_fill")                                    \
     X(CLMAD_OPS_EXPAND_SCALED, "ops.cl", "clmad_expand_scaled")                  \

@@ -122,6 +122,50 @@ static clmad_status reduce_pass(clmad_context *ctx, cl_mem dst, cl_mem src, clma
     return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, n_keep * parts, bytes) : st;
 }
 
+/* The work-group size of clmad_reduce_sum_tail: as many work-items as the
+ * kernel takes, up to 1024 (its first level has at most 1024 parts). */
+static clmad_status tail_group(clmad_context *ctx, clmad_dtype dtype, cl_kernel k, size_t *group)
+{
+    size_t *g = &ctx->reduce_tail_group[dtype];
+    if (!*g) {
+        size_t most = 0;
+        cl_int err = clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof most, &most, NULL);
+        if (err != CL_SUCCESS)
+            return clmad__fail_cl(ctx, err, "clGetKernelWorkGroupInfo");
+        *g = most < 1024 ? (most ? most : 1) : 1024;
+    }
+    *group = *g;
+    return CLMAD_OK;
+}
+
+/* The remaining passes over n contiguous values in one launch (GPUs: the
+ * last passes of a sum cost a launch each, for a few thousand values at
+ * most), if the tail kernel takes n: up to 32 values per work-item. *done
+ * 0 when it does not. Bitwise the passes' sum (clmad_reduce_sum_tail). */
+static clmad_status reduce_tail(clmad_context *ctx, cl_mem dst, cl_mem src, clmad_dtype dtype, size_t n,
+                                double scale, int *done)
+{
+    *done = 0;
+    cl_kernel k;
+    clmad_status st = clmad__cached_kernel(ctx, dtype, CLMAD_OPS_REDUCE_SUM_TAIL, &k);
+    size_t group = 0;
+    if (st == CLMAD_OK)
+        st = tail_group(ctx, dtype, k, &group);
+    if (st != CLMAD_OK || n > 32 * group)
+        return st;
+    cl_ulong nn = n;
+    cl_int scaled = scale != 1.0;
+    clmad_real_arg scale_arg;
+    const size_t scale_size = clmad__real_arg(dtype, scale, &scale_arg);
+    const size_t sizes[] = {sizeof dst, sizeof src, sizeof nn, scale_size, sizeof scaled};
+    const void *values[] = {&dst, &src, &nn, &scale_arg, &scaled};
+    st = clmad__set_kernel_args(ctx, k, 5, sizes, values);
+    if (st == CLMAD_OK)
+        st = clmad__enqueue_groups(ctx, k, 1, group, (uint64_t)(n + 1) * clmad_dtype_size(dtype));
+    *done = st == CLMAD_OK;
+    return st;
+}
+
 /* How many partial sums per kept element a pass makes. A work-item's
  * additions form a chain of dependent loads, so each sums few elements
  * (about 32) and there are many work-items (up to 2^20 in all), which keeps
@@ -235,7 +279,13 @@ clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *red
     size_t parts = ranges ? clmad__range_parts(n_red) : clmad__reduce_parts(n_keep, n_red);
     cl_mem from = src->mem;
     clmad_tensor *partial = NULL;
+    int tail_done = 0;
     for (;;) {
+        if (!ranges && n_keep == 1 && nr == 1 && rs[0] == 1) {
+            st = reduce_tail(ctx, result->mem, from, src->dtype, n_red, scale, &tail_done);
+            if (st != CLMAD_OK || tail_done)
+                break;
+        }
         clmad_tensor *next = NULL;
         if (parts > 1) {
             size_t pshape[1] = {n_keep * parts};
@@ -259,7 +309,7 @@ clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *red
         parts = ranges ? clmad__range_parts(n_red) : clmad__reduce_parts(n_keep, n_red);
     }
     clmad_tensor_release(partial);
-    if (st == CLMAD_OK && scale != 1.0) {
+    if (st == CLMAD_OK && scale != 1.0 && !tail_done) {
         size_t dims[1] = {result->numel}, one[1] = {1};
         st = clmad__strided_copy(ctx, result, 0, one, result, 0, one, 1, dims, scale, 0);
     }

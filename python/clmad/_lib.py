@@ -94,6 +94,7 @@ _PROTOTYPES = {
     "clmad_context_get_param": (st, [ctx_p, c_int, POINTER(c_int64)]),
     "clmad_context_device": (st, [ctx_p, POINTER(DeviceInfo)]),
     "clmad_context_tuning": (st, [ctx_p, POINTER(Tuning)]),
+    "clmad_tuning_save": (st, [ctx_p, POINTER(Tuning)]),
     "clmad_last_error": (c_char_p, [ctx_p]),
     "clmad_context_stats": (st, [ctx_p, POINTER(Stats)]),
     "clmad_finish": (st, [ctx_p]),

@@ -196,6 +196,20 @@ class Context:
         return {"items_per_work_item": t.items_per_work_item, "chunk_cap": t.chunk_cap,
                 "inline_pragma": bool(t.inline_pragma), "origin": t.origin.decode()}
 
+    def save_tuning(self, items_per_work_item=None, chunk_cap=None):
+        """Stores the device's tuning in the cache folder (clmad_tuning_save): the
+        values in force, with those given replaced. Contexts created afterwards
+        on the device start from them; this one keeps its own. The file keeps
+        its clblast_xgemm_f32 and loss_lanes lines (docs/api.md, "Tuning per
+        device"); a later context's tuning()["origin"] names the file."""
+        t = _lib.Tuning()
+        self._check(L.clmad_context_tuning(self._live, byref(t)))
+        if items_per_work_item is not None:
+            t.items_per_work_item = items_per_work_item
+        if chunk_cap is not None:
+            t.chunk_cap = chunk_cap
+        self._check(L.clmad_tuning_save(self._live, byref(t)))
+
     def stats(self):
         """The counters of clmad_context_stats, as a dict."""
         s = _lib.Stats()

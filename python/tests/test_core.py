@@ -321,6 +321,20 @@ def test_devices_and_context_settings(ctx):
         c.stats()
 
 
+def test_saved_tuning_is_taken_by_later_contexts(tmp_path):
+    with new_context(cache_dir=tmp_path) as a:
+        before = a.tuning()
+        assert not before["origin"].startswith("tuned:")
+        a.save_tuning(chunk_cap=3)
+        assert a.tuning() == before  # the saving context keeps its own
+        with pytest.raises(clmad.InvalidArgumentError, match="chunk_cap 65"):
+            a.save_tuning(chunk_cap=65)
+    with new_context(cache_dir=tmp_path) as b:
+        got = b.tuning()
+        assert got["chunk_cap"] == 3 and got["items_per_work_item"] == before["items_per_work_item"]
+        assert got["origin"].startswith(f"tuned: {tmp_path}/tuning-"), got["origin"]
+
+
 def test_disable_fp64_refuses_float64():
     with clmad.Context(disable_fp64=True) as c:
         assert not c.fp64

@@ -86,6 +86,11 @@ size_t clmad__range_parts(size_t n);
  * kernels with `lanes` work-items per part (tuning.c), whatever the device. */
 void clmad__sum_as_gpus(clmad_context *ctx, int lanes);
 
+/* Benchmarks: the work-items per partial sum of the interleaved loss
+ * kernels built from now on (lanes > 0), as a tuning file's "loss_lanes"
+ * would set it; returns the previous value. bench_hmlstm's lanes8. */
+int clmad__loss_lanes(clmad_context *ctx, int lanes);
+
 /* For tests: ctx's loss kernels that sum ranges write each element's term
  * for the range pass (on 1) or sum their ranges themselves (0), whatever
  * the tuning table says (codegen_loss.c); on < 0 changes nothing. Returns

@@ -186,6 +186,14 @@ void clmad__sum_as_gpus(clmad_context *ctx, int lanes)
     ctx->loss_lanes = lanes;
 }
 
+int clmad__loss_lanes(clmad_context *ctx, int lanes)
+{
+    const int before = ctx->loss_lanes;
+    if (lanes > 0)
+        ctx->loss_lanes = lanes;
+    return before;
+}
+
 int clmad__loss_terms(clmad_context *ctx, int on)
 {
     const int before = ctx->loss_terms;

@@ -25,10 +25,10 @@ static pthread_mutex_t clblast_first_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int clblast_ready;
 
 /* The devices whose GEMM parameters clmad has set from the tuning table or
- * the device's tuning file (under clblast_first_lock): once per device and process, before its first
- * GEMM, so that every program CLBlast builds and keeps for the device was
- * built with the parameters its launches use (CLBlast keeps the parameters
- * per device, its programs per context). CLMAD_CLBLAST_TABLE=0 keeps
+ * the device's tuning file (under clblast_first_lock): once per device and
+ * process, before its first GEMM, so that every program CLBlast builds and
+ * keeps for the device was built with the parameters its launches use
+ * (CLBlast keeps the parameters per device, its programs per context). CLMAD_CLBLAST_TABLE=0 keeps
  * CLBlast's own (benchmarks compare the two). */
 #define MAX_SET_DEVICES 64
 static cl_device_id clblast_set[MAX_SET_DEVICES];

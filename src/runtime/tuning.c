@@ -103,8 +103,8 @@ static const tuning_row TABLE[] = {
     {.platform_vendor = "Intel(R) Corporation", .type = CLMAD_DEVICE_CPU, .items = 1, .chunk_cap = 16,
      .inline_pragma = 1, .name = "Intel's CPU runtime", .loss_lanes = 1, .caches_by_source = 1, .vector_width = 8,
      .loss_terms = 1, .clblast_f32 = &INTEL_CPU_CLBLAST},
-    {.type = CLMAD_DEVICE_GPU, .device_name = "NVIDIA H200", .items = 1, .chunk_cap = 16, .name = "NVIDIA H200", .loss_lanes = 1, .caches_by_source = 1, .vector_width = 4,
-     .clblast_f32 = &NVIDIA_H200_CLBLAST},
+    {.type = CLMAD_DEVICE_GPU, .device_name = "NVIDIA H200", .items = 1, .chunk_cap = 16, .name = "NVIDIA H200",
+     .loss_lanes = 1, .caches_by_source = 1, .vector_width = 4, .clblast_f32 = &NVIDIA_H200_CLBLAST},
     {.platform_vendor = "Oclgrind", .type = -1, .items = 1, .chunk_cap = 16,
      .name = "Oclgrind (a simulator: the GPU form)", .loss_lanes = 1, .caches_by_source = 1, .vector_width = 4},
 };

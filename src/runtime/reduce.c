@@ -122,8 +122,8 @@ static clmad_status reduce_pass(clmad_context *ctx, cl_mem dst, cl_mem src, clma
     return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, n_keep * parts, bytes) : st;
 }
 
-/* The work-group size of clmad_reduce_sum_tail: as many work-items as the
- * kernel takes, up to 1024 (its first level has at most 1024 parts). */
+/* The largest work-group of clmad_reduce_sum_tail: as many work-items as
+ * the kernel takes, up to 1024 (its first level has at most 1024 parts). */
 static clmad_status tail_group(clmad_context *ctx, clmad_dtype dtype, cl_kernel k, size_t *group)
 {
     size_t *g = &ctx->reduce_tail_group[dtype];
@@ -153,6 +153,11 @@ static clmad_status reduce_tail(clmad_context *ctx, cl_mem dst, cl_mem src, clma
         st = tail_group(ctx, dtype, k, &group);
     if (st != CLMAD_OK || n > 32 * group)
         return st;
+    /* No more work-items than the first level has parts (in warps of 32):
+     * a few values need one warp, not a group of 1024 waiting at barriers
+     * (Oclgrind simulates every one of them). */
+    size_t parts = (n + 31) / 32, fit = (parts + 31) / 32 * 32;
+    group = fit < group ? fit : group;
     cl_ulong nn = n;
     cl_int scaled = scale != 1.0;
     clmad_real_arg scale_arg;

@@ -195,6 +195,22 @@ void test_append_to_tuning_file(const char *cache, const char *line)
     cr_assert_eq(system(cmd), 0);
 }
 
+int test_tuning_file_has(const char *cache, const char *line)
+{
+    char cmd[2600];
+    snprintf(cmd, sizeof cmd, "grep -qx '%s' '%s'/tuning-*.txt", line, cache);
+    return system(cmd) == 0;
+}
+
+const char *test_tuning_origin(const char *cache)
+{
+    static clmad_tuning t;
+    clmad_context *ctx = test_context_with_cache(cache);
+    CHECK_OK(ctx, clmad_context_tuning(ctx, &t));
+    clmad_context_release(ctx);
+    return t.origin;
+}
+
 void test_tuning_file_with(const char *cache, const char *line)
 {
     clmad_context *ctx = test_context_with_cache(cache);

@@ -90,6 +90,13 @@ void test_tuning_file_with(const char *cache, const char *line);
 /* Appends line to the device's tuning file in cache. */
 void test_append_to_tuning_file(const char *cache, const char *line);
 
+/* 1 if the device's tuning file in cache holds line as a whole line. */
+int test_tuning_file_has(const char *cache, const char *line);
+
+/* The tuning origin of a new context on the cache folder cache (static,
+ * valid until the next call). */
+const char *test_tuning_origin(const char *cache);
+
 /* 1 if haystack contains needle. */
 int test_contains(const char *haystack, const char *needle);
 

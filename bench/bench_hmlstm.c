@@ -30,8 +30,9 @@
  *   mse        the squared error written by hand, mean(d * d) with
  *              d = sub(cell(...), w), STORE (with fusion one loss kernel, a
  *              sub and a square stage)
- *   lanes8     natural with 8 work-items per partial sum of the loss kernel
- *              (a tuning file's loss_lanes 8); where sums go by ranges (CPUs)
+ *   lanes1     natural with one work-item per partial sum of the loss kernel
+ *              (a tuning file's loss_lanes 1), where natural has as many as
+ *              fill the device (GPUs); where sums go by ranges (CPUs)
  *              lanes are not used and it is natural again
  * Controls "random" (branches mixed among neighbours) and "uniform" (each
  * control value repeated over 32 consecutive elements).
@@ -118,9 +119,9 @@ static const char *HAND_SOURCE =
     "}\n";
 
 enum { STORE, RECOMPUTE, SUMMED, NATURAL, MEAN, UNFUSED, HAND, PRIMAL, COPY, COPY4, COPYBUF, CHAIN, PLUS, MSE,
-       LANES8, NV };
+       LANES1, NV };
 static const char *NAMES[NV] = {"store", "recompute", "summed", "natural", "mean", "unfused", "hand", "primal",
-                                "copy",  "copy4",     "copybuf", "chain",  "plus", "mse",     "lanes8"};
+                                "copy",  "copy4",     "copybuf", "chain",  "plus", "mse",     "lanes1"};
 
 typedef struct setup {
     clmad_context *ctx;
@@ -247,9 +248,9 @@ static double run_variant(setup *s, int v)
         BENCH_CHECK(ctx, clmad_backward(ctx, loss, NULL));
         clmad_tensor_release(y);
         clmad_tensor_release(loss);
-    } else if (v == NATURAL || v == MEAN || v == PLUS || v == LANES8) {
+    } else if (v == NATURAL || v == MEAN || v == PLUS || v == LANES1) {
         BENCH_CHECK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_STORE));
-        const int lanes = clmad__loss_lanes(ctx, v == LANES8 ? 8 : 0);
+        const int lanes = clmad__loss_lanes(ctx, v == LANES1 ? 1 : -1);
         clmad_tensor *in[6] = {s->z, s->zb, s->x[0], s->x[1], s->x[2], s->x[3]}, *y, *yw, *loss;
         clmad_tensor *reg = NULL, *scaled = NULL, *total = NULL;
         BENCH_CHECK(ctx, clmad_broadcast(ctx, s->cell, in, &y));
@@ -501,9 +502,9 @@ int main(int argc, char **argv)
             printf("  unfused/store %.2f  unfused/recompute %.2f  store/hand %.2f  recompute/hand %.2f\n",
                    m[UNFUSED] / m[STORE], m[UNFUSED] / m[RECOMPUTE], m[STORE] / m[HAND], m[RECOMPUTE] / m[HAND]);
             printf("  natural/store %.2f  mean/store %.2f  summed/store %.2f  chain/natural %.2f  plus/natural %.2f"
-                   "  mse/natural %.2f  lanes8/natural %.2f\n",
+                   "  mse/natural %.2f  lanes1/natural %.2f\n",
                    m[NATURAL] / m[STORE], m[MEAN] / m[STORE], m[SUMMED] / m[STORE], m[CHAIN] / m[NATURAL],
-                   m[PLUS] / m[NATURAL], m[MSE] / m[NATURAL], m[LANES8] / m[NATURAL]);
+                   m[PLUS] / m[NATURAL], m[MSE] / m[NATURAL], m[LANES1] / m[NATURAL]);
             printf("  best fused (%s)/primal %.2f  best fused GB/s / copy GB/s %.2f\n", NAMES[best_v],
                    best / m[PRIMAL], (min_bytes(best_v) / best) / (min_bytes(COPY) / m[COPY]));
             printf("  copy / clEnqueueCopyBuffer (bandwidth) %.2f  copy4 / clEnqueueCopyBuffer %.2f\n",

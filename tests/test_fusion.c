@@ -542,7 +542,9 @@ static void check_build_failure(void)
 
 /* GPUs' sums (interleaved parts) on this device, both contexts, the fused
  * one's loss kernel with lanes (several work-items per part, their terms
- * added in order: codegen_loss.c) and without. */
+ * added in order: codegen_loss.c): one, eight, and as many as fill this
+ * device (0: by the parts, loss_lanes.c; on 2 compute units 8 at 3 x 11
+ * and 2 at 64 x 4096). */
 static void check_interleaved(void)
 {
     clmad_options opt = {0};
@@ -552,7 +554,7 @@ static void check_interleaved(void)
     clmad__sum_as_gpus(off, 1);
     static const size_t sizes[][2] = {{1, 7}, {3, 11}, {64, 4096}};
     const size_t n = n_sizes(3, sizes);
-    for (int lanes = 1; lanes <= 8; lanes += 7) {
+    for (int lanes = 0; lanes <= 8; lanes += lanes ? 7 : 1) {
         opt.disable_fusion = 0;
         on = test_context_with(&opt);
         clmad__sum_as_gpus(on, lanes);
@@ -647,6 +649,31 @@ static void run_ties(clmad_context *ctx, const char *source, clmad_partials_poli
  * forward, a STORE forward and the loss kernel (the dual's values)
  * disagreed: w's gradient of a fused dot(y, w) (y itself) under RECOMPUTE,
  * y forced after a fused loss under STORE (the values variant then). */
+/* The lanes of an interleaved loss kernel: a fixed count wins; else the
+ * fewest that, with the parts, fill compute units x 2 x the largest group,
+ * in powers of two up to 8 (and 32 parts x lanes in a group). */
+Test(fusion, loss_lanes_fill_the_device_unless_fixed)
+{
+    clmad_context *ctx = test_context();
+    clmad_device_info info;
+    CHECK_OK(ctx, clmad_context_device(ctx, &info));
+    clmad__sum_as_gpus(ctx, 0);
+    const size_t fill = (size_t)info.compute_units * 2 * info.max_work_group_size;
+    const int most = info.max_work_group_size >= 256 ? 8 : (int)(info.max_work_group_size / 32);
+    cr_assert_eq(clmad__loss_lanes_for(ctx, 1), most, "one part");
+    cr_assert_eq(clmad__loss_lanes_for(ctx, fill), 1, "parts enough to fill the device");
+    for (size_t parts = 1; parts <= 4 * fill; parts = parts * 3 + 1) {
+        const int lanes = clmad__loss_lanes_for(ctx, parts);
+        cr_assert(lanes >= 1 && lanes <= most && (lanes & (lanes - 1)) == 0, "%d lanes for %zu parts", lanes, parts);
+        cr_assert(lanes == 1 || (size_t)lanes * parts <= fill, "%d lanes x %zu parts overfill", lanes, parts);
+        cr_assert(lanes == most || (size_t)lanes * 2 * parts > fill, "%d lanes for %zu parts: too few", lanes, parts);
+    }
+    clmad__loss_lanes(ctx, 4);
+    cr_assert_eq(clmad__loss_lanes_for(ctx, 1), 4);
+    cr_assert_eq(clmad__loss_lanes_for(ctx, 4 * fill), 4);
+    clmad_context_release(ctx);
+}
+
 Test(fusion, signed_zero_ties)
 {
     static const char *SOURCES[] = {"T f(T a, T b) { return ad_fmin(a, b); }",
@@ -1069,12 +1096,12 @@ Test(fusion, stage_operands_of_other_shapes, .timeout = 900)
     opt.disable_fusion = 1;
     off = test_context_with(&opt);
     clmad__sum_as_gpus(off, 1);
-    for (int lanes = 1; lanes <= 8; lanes += 7) {
+    for (int lanes = 0; lanes <= 8; lanes += lanes ? 7 : 1) {
         opt.disable_fusion = 0;
         on = test_context_with(&opt);
         clmad__sum_as_gpus(on, lanes);
-        check_shaped(3, 11, lanes > 1 ? 6 : 12, 0, 0);
-        if (large && lanes > 1)
+        check_shaped(3, 11, lanes != 1 ? 6 : 12, 0, 0);
+        if (large && lanes != 1)
             check_shaped(64, 4096, 6, 0, 0);
         clmad_context_release(on);
     }

@@ -246,7 +246,6 @@ static void loss_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, cl
     }
     v->loss_user_grads = form->n_user_grads;
     v->loss_adj = form->adj != 1.0;
-    v->loss_lanes = ranges ? 1 : y->ctx->loss_lanes;
 }
 
 /* New tensors of y's shape for what the form asks the kernel to write
@@ -283,6 +282,7 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const 
     clmad_variant v;
     clmad_tensor *weights[CLMAD_MAX_LOSS_STAGES + 1] = {0};
     loss_variant(k, &plan, y, form, ranges, &v, weights);
+    v.loss_lanes = ranges ? 1 : clmad__loss_lanes_for(ctx, parts);
     clmad__loss_variant_extras(&v, &plan, &extras);
     clmad__scope_pause(ctx); /* the gradients are clmad's until backward hands them on */
     st = extra_outputs(ctx, y, form, g);

@@ -58,7 +58,7 @@ struct clmad_context {
     int inject_build_failure;       /* tests: broadcast variants of this clmad_mode fail to build
                                        (clmad__inject_build_failure); 0: none */
     int loss_lanes;                 /* work-items per partial sum of an interleaved loss kernel
-                                       (tuning.c; 1 unless the device's tuning file says) */
+                                       (tuning.c; 0: by the device's size, loss_lanes.c) */
     int loss_terms;                 /* a loss kernel summing ranges writes each element's term
                                        for the range pass (tuning.c, codegen_loss.c) */
     int sums_interleaved;           /* tests: no sum by ranges, as on GPUs (reduce.c) */

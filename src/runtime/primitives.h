@@ -82,13 +82,20 @@ int clmad__sum_by_ranges(const clmad_context *ctx, size_t n_keep, int nr, const 
 /* How many ranges such a pass over n elements makes. */
 size_t clmad__range_parts(size_t n);
 
+/* Work-items per partial sum of an interleaved loss kernel of `parts`
+ * parts: ctx's fixed count (a tuning file's "loss_lanes N", the hooks
+ * below), else as many as fill the device (loss_lanes.c). */
+int clmad__loss_lanes_for(const clmad_context *ctx, size_t parts);
+
 /* For tests: ctx sums as GPUs do (interleaved parts, no ranges), its loss
- * kernels with `lanes` work-items per part (tuning.c), whatever the device. */
+ * kernels with `lanes` work-items per part (0: by the device's size),
+ * whatever the device. */
 void clmad__sum_as_gpus(clmad_context *ctx, int lanes);
 
 /* Benchmarks: the work-items per partial sum of the interleaved loss
- * kernels built from now on (lanes > 0), as a tuning file's "loss_lanes"
- * would set it; returns the previous value. bench_hmlstm's lanes8. */
+ * kernels built from now on (lanes >= 0; 0: by the device's size), as a
+ * tuning file's "loss_lanes" would set it; returns the previous value
+ * (lanes < 0: only that). bench_hmlstm's lanes1. */
 int clmad__loss_lanes(clmad_context *ctx, int lanes);
 
 /* For tests: ctx's loss kernels that sum ranges write each element's term

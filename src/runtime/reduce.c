@@ -185,20 +185,6 @@ size_t clmad__reduce_parts(size_t n_keep, size_t n_red)
     return parts < cap ? parts : cap;
 }
 
-void clmad__sum_as_gpus(clmad_context *ctx, int lanes)
-{
-    ctx->sums_interleaved = 1;
-    ctx->loss_lanes = lanes;
-}
-
-int clmad__loss_lanes(clmad_context *ctx, int lanes)
-{
-    const int before = ctx->loss_lanes;
-    if (lanes > 0)
-        ctx->loss_lanes = lanes;
-    return before;
-}
-
 int clmad__loss_terms(clmad_context *ctx, int on)
 {
     const int before = ctx->loss_terms;

@@ -22,7 +22,7 @@ typedef struct tuning_row {
     const char *device_name;     /* CL_DEVICE_NAME, exactly (CLBlast's own key); NULL: any */
     int items, chunk_cap, inline_pragma;
     const char *name;
-    int loss_lanes; /* work-items sharing one partial sum of a loss kernel (codegen_loss.c) */
+    int loss_lanes; /* work-items sharing one partial sum of a loss kernel (codegen_loss.c); 0: auto */
     int caches_by_source; /* its own binary cache is keyed by source and options
                              alone, not by what an #include reads (rusticl) */
     int vector_width;     /* elements per work-item of the flat internal kernels (fill, copy,
@@ -45,15 +45,17 @@ static const clmad_clblast_tuning LLVM_CPU_CLBLAST = {{0, 64, 64, 32, 8, 8, 8, 8
  * GFLOP/s at 1024^3, made bench_mlp's step 1.3x faster. */
 static const clmad_clblast_tuning INTEL_CPU_CLBLAST = {{0, 32, 64, 32, 16, 8, 16, 8, 2, 2, 4, 0, 0, 0, 0, 1}, 256};
 
-/* NVIDIA's H200: CLBlast 1.5.3's database knows NVIDIA GPUs up to the
+/* NVIDIA's Hopper (H200, H100): CLBlast 1.5.3's database knows NVIDIA GPUs up to the
  * A100 (SM8.0). clblast_tuner_xgemm at 2048^3 on an H200 (2026-11-28,
  * driver 580.159.04) found 37.8 TFLOP/s with these after 1076
  * configurations; bench_mlp's step at 4096 x 1024 x 4096 x 1000 took
  * 6.53-6.80 ms with them against 7.67-8.53 with CLBlast's own, alternating
  * in one run. Products under 1024^3 multiply-adds keep XgemmDirect: from
  * 256^3 the tiled kernel's copies made the 256-batch step 2x slower
- * (bench/results/nvidia-h200.md). */
-static const clmad_clblast_tuning NVIDIA_H200_CLBLAST = {{0, 128, 128, 32, 16, 16, 16, 8, 2, 4, 4, 0, 1, 1, 1, 1},
+ * (bench/results/nvidia-h200.md). The H100 (same Hopper SM, same SM
+ * count) takes them too: 6.57-6.89 ms against 7.45-7.53 with CLBlast's
+ * own (bench/results/nvidia-h100-2026-11-28.md). */
+static const clmad_clblast_tuning NVIDIA_HOPPER_CLBLAST = {{0, 128, 128, 32, 16, 16, 16, 8, 2, 4, 4, 0, 1, 1, 1, 1},
                                                          1024};
 
 /* The first row that matches wins. Items: POCL vectorises only a loop
@@ -63,12 +65,11 @@ static const clmad_clblast_tuning NVIDIA_H200_CLBLAST = {{0, 128, 128, 32, 16, 1
  * (one chunk of up to 16 partials was fastest on POCL, llvmpipe and an
  * H100). Inline pragma: compilers on upstream clang that take always_inline
  * in `#pragma clang attribute` (codegen.c). Loss lanes: several work-items
- * per partial sum of a loss kernel (codegen_loss.c), meant for GPUs (8,
- * so that a 1024 x 1024 loss fills an H100), were off on every device
- * from 942be9e on (this table's initialisers were one field out of
- * order); every GPU figure in bench/results was measured without them,
- * so they stay off until a GPU measures them (a tuning file's
- * "loss_lanes N"). CPUs sum by ranges: no lanes. Caches by source: 1
+ * per partial sum of a loss kernel (codegen_loss.c); 0: as many as fill
+ * the device (loss_lanes.c: 8 for a 1024 x 1024 loss on an H100, 1 from
+ * 4096 x 4096), as measured there; a tuning file's "loss_lanes N" fixes
+ * them. CPUs sum by ranges: no lanes. Oclgrind: none, as its simulated
+ * barriers are slow (CI's phase). Caches by source: 1
  * (programs that include files get a define of their own, program.c)
  * wherever the driver's cache is not known to key the preprocessed
  * source, as POCL's does.
@@ -94,17 +95,20 @@ static const tuning_row TABLE[] = {
      .inline_pragma = 1, .name = "POCL on a CPU", .loss_lanes = 1, .vector_width = 16,
      .clblast_f32 = &LLVM_CPU_CLBLAST},
     {.platform_vendor = "The pocl project", .type = -1, .items = 1, .chunk_cap = 16, .inline_pragma = 1,
-     .name = "POCL", .loss_lanes = 1, .vector_width = 4},
+     .name = "POCL", .loss_lanes = 0, .vector_width = 4},
     {.platform_vendor = "Mesa/X.org", .type = CLMAD_DEVICE_CPU, .items = 1, .chunk_cap = 16, .inline_pragma = 1,
      .name = "Mesa (rusticl) on a CPU", .loss_lanes = 1, .caches_by_source = 1, .vector_width = 1,
      .loss_terms = 1, .clblast_f32 = &LLVM_CPU_CLBLAST},
     {.platform_vendor = "Mesa/X.org", .type = -1, .items = 1, .chunk_cap = 16, .inline_pragma = 1,
-     .name = "Mesa (rusticl)", .loss_lanes = 1, .caches_by_source = 1, .vector_width = 1, .loss_terms = 1},
+     .name = "Mesa (rusticl)", .loss_lanes = 0, .caches_by_source = 1, .vector_width = 1, .loss_terms = 1},
     {.platform_vendor = "Intel(R) Corporation", .type = CLMAD_DEVICE_CPU, .items = 1, .chunk_cap = 16,
      .inline_pragma = 1, .name = "Intel's CPU runtime", .loss_lanes = 1, .caches_by_source = 1, .vector_width = 8,
      .loss_terms = 1, .clblast_f32 = &INTEL_CPU_CLBLAST},
     {.type = CLMAD_DEVICE_GPU, .device_name = "NVIDIA H200", .items = 1, .chunk_cap = 16, .name = "NVIDIA H200",
-     .loss_lanes = 1, .caches_by_source = 1, .vector_width = 4, .clblast_f32 = &NVIDIA_H200_CLBLAST},
+     .loss_lanes = 0, .caches_by_source = 1, .vector_width = 4, .clblast_f32 = &NVIDIA_HOPPER_CLBLAST},
+    {.type = CLMAD_DEVICE_GPU, .device_name = "NVIDIA H100 80GB HBM3", .items = 1, .chunk_cap = 16,
+     .name = "NVIDIA H100", .loss_lanes = 0, .caches_by_source = 1, .vector_width = 4,
+     .clblast_f32 = &NVIDIA_HOPPER_CLBLAST},
     {.platform_vendor = "Oclgrind", .type = -1, .items = 1, .chunk_cap = 16,
      .name = "Oclgrind (a simulator: the GPU form)", .loss_lanes = 1, .caches_by_source = 1, .vector_width = 4},
 };
@@ -114,7 +118,7 @@ static const tuning_row TABLE[] = {
 static tuning_row type_default(clmad_device_type type)
 {
     if (type == CLMAD_DEVICE_GPU)
-        return (tuning_row){.type = type, .items = 1, .chunk_cap = 16, .name = "default for GPUs", .loss_lanes = 1,
+        return (tuning_row){.type = type, .items = 1, .chunk_cap = 16, .name = "default for GPUs", .loss_lanes = 0,
                             .caches_by_source = 1, .vector_width = 4};
     if (type == CLMAD_DEVICE_CPU)
         return (tuning_row){.type = type, .items = 1, .chunk_cap = 16, .name = "default for CPUs", .loss_lanes = 1,

@@ -3,8 +3,10 @@
  * host computation, gradients against central finite differences in f64,
  * and the errors. */
 #include "gradcheck.h"
+#include "internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef enum { K_MAX, K_LSE, K_SOFTMAX, K_LOG_SOFTMAX } kind;
@@ -203,4 +205,102 @@ Test(axis, errors)
     clmad_tensor_release(s);
     clmad_tensor_release(t);
     clmad_context_release(ctx);
+}
+
+/* Long rows along the last axis, in the form GPUs take (one work-group per
+ * row, ops/axis.c; reached on any device through clmad__sum_as_gpus) and
+ * in one work-item per row: values and gradients against a host
+ * computation in long double, at lengths around the group's 64, and rows
+ * holding NaN, +inf and only -inf. */
+static long double host_lse(const float *x, size_t n)
+{
+    long double m = x[0], s = 0;
+    for (size_t k = 1; k < n; k++)
+        m = x[k] > m ? x[k] : m;
+    for (size_t k = 0; k < n; k++)
+        s += expl((long double)x[k] - m);
+    return m + logl(s);
+}
+
+static void check_long_rows(clmad_context *ctx, size_t n)
+{
+    const size_t rows = 4, shape[2] = {rows, n}, numel = rows * n;
+    float *x = malloc(numel * sizeof *x), *w = malloc(numel * sizeof *w), *out = malloc(numel * sizeof *out);
+    cr_assert(x && w && out);
+    unsigned seed = 7 + (unsigned)n;
+    for (size_t e = 0; e < numel; e++) {
+        seed = seed * 1103515245u + 12345u;
+        x[e] = (float)((seed >> 8) % 40000) / 1000.0f - 20.0f;
+        seed = seed * 1103515245u + 12345u;
+        w[e] = (float)((seed >> 8) % 2000) / 1000.0f - 1.0f;
+    }
+    x[n + n - 1] = NAN;          /* row 1 */
+    x[2 * n + n / 2] = INFINITY; /* row 2 */
+    for (size_t k = 0; k < n; k++)
+        x[3 * n + k] = -INFINITY; /* row 3 */
+    const long double lse = host_lse(x, n);
+    long double max = x[0], sw = 0; /* row 0's max and sum_k w_k softmax_k */
+    for (size_t k = 0; k < n; k++) {
+        max = x[k] > max ? x[k] : max;
+        sw += w[k] * expl(x[k] - lse);
+    }
+    for (kind op = K_MAX; op <= K_LOG_SOFTMAX; op++) {
+        clmad_tensor *t, *wt, *y, *loss, *g;
+        CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 2, shape, x, &t));
+        CHECK_OK(ctx, clmad_tensor_set_requires_grad(t, 1));
+        CHECK_OK(ctx, apply(ctx, op, t, 1, 0, &y));
+        const size_t m = op >= K_SOFTMAX ? numel : rows;
+        CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, op >= K_SOFTMAX ? 2 : 1, op >= K_SOFTMAX ? shape : &rows,
+                                          w, &wt));
+        CHECK_OK(ctx, clmad_tensor_read(y, out, m * sizeof *out));
+        const size_t per = op >= K_SOFTMAX ? n : 1;
+        for (size_t k = 0; k < per; k++) { /* row 0 */
+            const long double want = op == K_MAX ? max : op == K_LSE ? lse
+                                                   : op == K_SOFTMAX ? expl(x[k] - lse) : x[k] - lse;
+            cr_expect(fabsl(out[k] - want) <= 2e-6L * (1 + fabsl(want)), "n %zu, op %d, [%zu]: %.9g, host %.12Lg", n,
+                      op, k, out[k], want);
+        }
+        for (size_t k = 0; k < per; k++) { /* rows 1 to 3 */
+            const float nan_row = out[per + k], inf_row = out[2 * per + k], ninf_row = out[3 * per + k];
+            cr_expect(isnan(nan_row), "n %zu, op %d: a NaN in the row gave %g", n, op, nan_row);
+            cr_expect(op >= K_SOFTMAX ? isnan(inf_row) : inf_row == INFINITY, "n %zu, op %d: +inf gave %g", n, op,
+                      inf_row);
+            cr_expect(op >= K_SOFTMAX ? isnan(ninf_row) : ninf_row == -INFINITY, "n %zu, op %d: -inf gave %g", n, op,
+                      ninf_row);
+        }
+        CHECK_OK(ctx, clmad_dot(ctx, y, wt, &loss));
+        CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+        CHECK_OK(ctx, clmad_tensor_grad(t, &g));
+        CHECK_OK(ctx, clmad_tensor_read(g, out, numel * sizeof *out));
+        long double sum_w = 0;
+        for (size_t j = 0; j < n; j++)
+            sum_w += w[j];
+        for (size_t k = 0; k < n && op != K_MAX; k++) { /* row 0: w times the Jacobian */
+            const long double s = expl(x[k] - lse);
+            const long double want = op == K_LSE ? w[0] * s : op == K_SOFTMAX ? s * (w[k] - sw) : w[k] - s * sum_w;
+            cr_expect(fabsl(out[k] - want) <= 1e-5L * (1 + fabsl(want)), "n %zu, op %d, gradient [%zu]: %.9g, host %.12Lg",
+                      n, op, k, out[k], want);
+        }
+        clmad_tensor_release(g);
+        clmad_tensor_release(loss);
+        clmad_tensor_release(wt);
+        clmad_tensor_release(y);
+        clmad_tensor_release(t);
+    }
+    free(x);
+    free(w);
+    free(out);
+}
+
+Test(axis, long_rows_in_groups_and_one_by_one)
+{
+    static const size_t lengths[] = {63, 64, 65, 1000, 4099};
+    for (int form = 0; form < 2; form++) {
+        clmad_context *ctx = test_context();
+        if (form)
+            clmad__sum_as_gpus(ctx, 0);
+        for (int i = 0; i < 5; i++)
+            check_long_rows(ctx, lengths[i]);
+        clmad_context_release(ctx);
+    }
 }

@@ -26,6 +26,30 @@ static void axis_free(clmad_node *node)
     node->data = NULL;
 }
 
+/* Work-items per row in the *_groups kernels (cl/axis.cl's AXIS_GROUP). */
+enum { AXIS_GROUP = 64 };
+
+/* Rows along the last axis, long enough to share out, go one work-group
+ * each on GPUs (cl/axis.cl: one work-item per row reads addresses n apart,
+ * which GPUs do not coalesce); CPUs stream one row per work-item. Tests
+ * reach the GPU form through clmad__sum_as_gpus. */
+static int rows_by_groups(const clmad_context *ctx, size_t n, size_t inner)
+{
+    return inner == 1 && n >= AXIS_GROUP && ctx->info.max_work_group_size >= AXIS_GROUP &&
+           (ctx->info.type != CLMAD_DEVICE_CPU || ctx->sums_interleaved);
+}
+
+/* The *_groups kernel id for dtype, arguments 0..n-1, one group per row. */
+static clmad_status launch_groups(clmad_context *ctx, clmad_dtype dtype, clmad_kernel_id id, int n,
+                                  const size_t *sizes, const void *const *values, size_t rows, uint64_t bytes)
+{
+    cl_kernel k;
+    clmad_status st = clmad__cached_kernel(ctx, dtype, id, &k);
+    if (st == CLMAD_OK)
+        st = clmad__set_kernel_args(ctx, k, n, sizes, values);
+    return st == CLMAD_OK ? clmad__enqueue_groups(ctx, k, rows, AXIS_GROUP, bytes) : st;
+}
+
 clmad_status clmad__axis_pullback(clmad_context *ctx, const clmad_node *node, clmad_tensor *adj,
                                   clmad_tensor **g)
 {
@@ -38,7 +62,16 @@ clmad_status clmad__axis_pullback(clmad_context *ctx, const clmad_node *node, cl
     cl_int take_log = d->kind == AXIS_LOG_SOFTMAX;
     uint64_t bytes = (uint64_t)(3 * x->numel + 2 * rows) * clmad_dtype_size(x->dtype);
     const size_t m = sizeof(cl_mem), u = sizeof(cl_ulong);
-    if (d->kind == AXIS_MAX) {
+    const int groups = rows_by_groups(ctx, d->n, d->inner);
+    if (groups && d->kind == AXIS_LOGSUMEXP) {
+        const size_t sizes[] = {m, m, m, u};
+        const void *values[] = {&(*g)->mem, &x->mem, &adj->mem, &n};
+        st = launch_groups(ctx, x->dtype, CLMAD_OPS_AXIS_LOGSUMEXP_GRAD_GROUPS, 4, sizes, values, rows, bytes);
+    } else if (groups && d->kind != AXIS_MAX) {
+        const size_t sizes[] = {m, m, m, u, sizeof take_log};
+        const void *values[] = {&(*g)->mem, &d->y->mem, &adj->mem, &n, &take_log};
+        st = launch_groups(ctx, x->dtype, CLMAD_OPS_AXIS_SOFTMAX_GRAD_GROUPS, 5, sizes, values, rows, bytes);
+    } else if (d->kind == AXIS_MAX) {
         const size_t sizes[] = {m, m, m, m, u, u, u};
         const void *values[] = {&(*g)->mem, &x->mem, &d->y->mem, &adj->mem, &rows, &n, &inner};
         st = clmad__launch_cached(ctx, x->dtype, CLMAD_OPS_AXIS_MAX_GRAD, 7, sizes, values, rows, bytes);
@@ -109,8 +142,14 @@ static clmad_status axis_forward(clmad_context *ctx, axis_kind kind, clmad_tenso
         const void *values[] = {&(*y)->mem, &x->mem, &rows, &nn, &in, &mode};
         int reduce = kind == AXIS_MAX || kind == AXIS_LOGSUMEXP;
         uint64_t bytes = (uint64_t)((reduce ? 2 : 3) * x->numel + rows) * clmad_dtype_size(x->dtype);
-        st = clmad__launch_cached(ctx, x->dtype, reduce ? CLMAD_OPS_AXIS_REDUCE : CLMAD_OPS_AXIS_SOFTMAX, 6, sizes,
-                                  values, rows, bytes);
+        if (rows_by_groups(ctx, n, inner)) {
+            const size_t gsizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof nn, sizeof mode};
+            const void *gvalues[] = {&(*y)->mem, &x->mem, &nn, &mode};
+            st = launch_groups(ctx, x->dtype, reduce ? CLMAD_OPS_AXIS_REDUCE_GROUPS : CLMAD_OPS_AXIS_SOFTMAX_GROUPS, 4,
+                               gsizes, gvalues, rows, bytes);
+        } else
+            st = clmad__launch_cached(ctx, x->dtype, reduce ? CLMAD_OPS_AXIS_REDUCE : CLMAD_OPS_AXIS_SOFTMAX, 6,
+                                      sizes, values, rows, bytes);
     }
     if (st != CLMAD_OK) {
         clmad_tensor_release(*y);

@@ -23,6 +23,10 @@
     X(CLMAD_OPS_AXIS_MAX_GRAD, "axis.cl", "clmad_axis_max_grad")                 \
     X(CLMAD_OPS_AXIS_LOGSUMEXP_GRAD, "axis.cl", "clmad_axis_logsumexp_grad")     \
     X(CLMAD_OPS_AXIS_SOFTMAX_GRAD, "axis.cl", "clmad_axis_softmax_grad")         \
+    X(CLMAD_OPS_AXIS_REDUCE_GROUPS, "axis.cl", "clmad_axis_reduce_groups")       \
+    X(CLMAD_OPS_AXIS_SOFTMAX_GROUPS, "axis.cl", "clmad_axis_softmax_groups")     \
+    X(CLMAD_OPS_AXIS_LOGSUMEXP_GRAD_GROUPS, "axis.cl", "clmad_axis_logsumexp_grad_groups") \
+    X(CLMAD_OPS_AXIS_SOFTMAX_GRAD_GROUPS, "axis.cl", "clmad_axis_softmax_grad_groups") \
     X(CLMAD_OPS_ONE_HOT, "axis.cl", "clmad_one_hot")                             \
     /* random initialisation, in-place updates, optimizer steps */                \
     X(CLMAD_TRAIN_RAND, "train.cl", "clmad_rand")                                \

@@ -51,9 +51,9 @@ __kernel void clmad_strided_copy(__global real *dst, __global const real *src, u
     dst[di] = accumulate ? dst[di] + v : v;
 }
 
-/* Deterministic partial sums: work-item g = m * parts + p sums, in a fixed
- * order, part p of the reduced elements of kept element m, and writes
- * dst[g]. With one reduced dimension (the common case once neighbours are
+/* Deterministic partial sums: work-item g = m * parts + p (or p * n_keep +
+ * m, below) sums, in a fixed order, part p of the reduced elements of kept
+ * element m, and writes dst[m * parts + p]. With one reduced dimension (the common case once neighbours are
  * merged) part p is the interleaved set p, p + parts, p + 2 parts, ...:
  * neighbouring work-items read neighbouring elements, which GPUs coalesce
  * and CPUs vectorise. With several, part p is the contiguous range
@@ -65,19 +65,25 @@ __kernel void clmad_reduce_sum(__global real *dst, __global const real *src, ulo
     ulong g = get_global_id(0);
     if (g >= n_keep * parts)
         return;
-    ulong m = g / parts, p = g % parts;
     ulong kdims[8], ks[8], rdims[8], rs[8];
     vstore8(kdims8, 0, kdims);
     vstore8(kstrides8, 0, ks);
     vstore8(rdims8, 0, rdims);
     vstore8(rstrides8, 0, rs);
+    /* Where the kept elements are neighbours in memory and the reduced
+     * ones are not (a column sum: a bias's gradient), neighbouring
+     * work-items take neighbouring kept elements instead, so that their
+     * reads coalesce; each part is added in the same order and written to
+     * the same place. */
+    const int across = nr == 1 && nk >= 1 && ks[nk - 1] == 1 && rs[0] != 1;
+    ulong m = across ? g % n_keep : g / parts, p = across ? g / n_keep : g % parts;
     ulong base = clmad_offset(m, nk, kdims, ks);
     real acc = 0;
     if (nr <= 1) {
         const ulong stride = nr == 1 ? rs[0] : 0;
         for (ulong q = p; q < n_red; q += parts)
             acc += src[base + q * stride];
-        dst[g] = acc;
+        dst[m * parts + p] = acc;
         return;
     }
     ulong q0 = p * n_red / parts, q1 = (p + 1) * n_red / parts;

@@ -230,3 +230,40 @@ Test(flat_kernels, sums_last_passes_in_one_group_as_the_passes)
     }
     clmad_context_release(ctx);
 }
+
+/* Column sums (the kept elements neighbours in memory, the reduced ones a
+ * row apart: a bias's gradient), where work-items go across the columns
+ * (clmad_reduce_sum): each column's sum is the host's passes over it, bit
+ * for bit, on order-sensitive values. */
+Test(flat_kernels, column_sums_as_the_passes)
+{
+    ctx = test_context();
+    static const size_t rows[] = {65, 1000, 5003}, cols[] = {3, 37, 256};
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) {
+            const size_t shape[2] = {rows[r], cols[c]}, n = rows[r] * cols[c];
+            float *h = malloc(n * sizeof *h), *column = malloc(rows[r] * sizeof *column);
+            float *got = malloc(cols[c] * sizeof *got);
+            cr_assert(h && column && got);
+            for (size_t i = 0; i < n; i++)
+                h[i] = order_sensitive(i);
+            clmad_tensor *x, *sum;
+            const int axis = 0;
+            CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 2, shape, h, &x));
+            CHECK_OK(ctx, clmad_sum(ctx, x, 1, &axis, 0, &sum));
+            CHECK_OK(ctx, clmad_tensor_read(sum, got, cols[c] * sizeof *got));
+            for (size_t m = 0; m < cols[c]; m++) {
+                for (size_t q = 0; q < rows[r]; q++)
+                    column[q] = h[q * cols[c] + m];
+                const float want = host_passes(column, rows[r]);
+                cr_assert(memcmp(&got[m], &want, sizeof want) == 0, "%zu x %zu, column %zu: %.9g, the host's %.9g",
+                          rows[r], cols[c], m, (double)got[m], (double)want);
+            }
+            clmad_tensor_release(x);
+            clmad_tensor_release(sum);
+            free(h);
+            free(column);
+            free(got);
+        }
+    clmad_context_release(ctx);
+}

@@ -65,17 +65,29 @@ __kernel void clmad_reduce_sum(__global real *dst, __global const real *src, ulo
     ulong g = get_global_id(0);
     if (g >= n_keep * parts)
         return;
-    ulong kdims[8], ks[8], rdims[8], rs[8];
-    vstore8(kdims8, 0, kdims);
-    vstore8(kstrides8, 0, ks);
-    vstore8(rdims8, 0, rdims);
-    vstore8(rstrides8, 0, rs);
     /* Where the kept elements are neighbours in memory and the reduced
      * ones are not (a column sum: a bias's gradient), neighbouring
      * work-items take neighbouring kept elements instead, so that their
      * reads coalesce; each part is added in the same order and written to
      * the same place. */
-    const int across = nr == 1 && nk >= 1 && ks[nk - 1] == 1 && rs[0] != 1;
+    const ulong inner_keep = nk == 1 ? kstrides8.s0 : 0;
+    if (nk <= 1 && nr <= 1) { /* the common case, with no coordinate arrays */
+        const ulong stride = nr == 1 ? rstrides8.s0 : 0;
+        const int across = nk == 1 && inner_keep == 1 && stride != 1;
+        const ulong m = across ? g % n_keep : g / parts, p = across ? g / n_keep : g % parts;
+        const ulong base = m * inner_keep;
+        real acc = 0;
+        for (ulong q = p; q < n_red; q += parts)
+            acc += src[base + q * stride];
+        dst[m * parts + p] = acc;
+        return;
+    }
+    ulong kdims[8], ks[8], rdims[8], rs[8];
+    vstore8(kdims8, 0, kdims);
+    vstore8(kstrides8, 0, ks);
+    vstore8(rdims8, 0, rdims);
+    vstore8(rstrides8, 0, rs);
+    const int across = nr == 1 && ks[nk - 1] == 1 && rs[0] != 1;
     ulong m = across ? g % n_keep : g / parts, p = across ? g / n_keep : g % parts;
     ulong base = clmad_offset(m, nk, kdims, ks);
     real acc = 0;

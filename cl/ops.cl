@@ -53,8 +53,9 @@ __kernel void clmad_strided_copy(__global real *dst, __global const real *src, u
 
 /* Deterministic partial sums: work-item g = m * parts + p (or p * n_keep +
  * m, below) sums, in a fixed order, part p of the reduced elements of kept
- * element m, and writes dst[m * parts + p]. With one reduced dimension (the common case once neighbours are
- * merged) part p is the interleaved set p, p + parts, p + 2 parts, ...:
+ * element m, and writes dst[m * parts + p]. With one reduced dimension
+ * (the common case once neighbours are merged) part p is the interleaved
+ * set p, p + parts, p + 2 parts, ...:
  * neighbouring work-items read neighbouring elements, which GPUs coalesce
  * and CPUs vectorise. With several, part p is the contiguous range
  * [p * n_red / parts, (p+1) * n_red / parts), walked by an odometer. */

@@ -8,7 +8,7 @@
 /* Auto: enough lanes that parts x lanes work-items fill the device, taken
  * as compute units x 2 x its largest group (the 2048 threads an H100's SM
  * holds), in powers of two up to 8. On an H100 (2026-11-28, bench_hmlstm)
- * 8 lanes made the 1024 x 1024 loss (32768 parts) 1.5x faster, and cost
+ * 8 lanes made the 1024 x 1024 loss (32768 parts) 1.7x faster, and cost
  * 9% at 4096 x 4096 (524288 parts, twice the device's threads). */
 enum { MOST_AUTO_LANES = 8 };
 

@@ -113,6 +113,32 @@ Test(tensor, pool_reuses_buffers_and_live_bytes_return)
     clmad_context_release(ctx);
 }
 
+/* CLMAD_POISON_BUFFERS=1 (read at context creation): a buffer handed out,
+ * new or from the pool, holds 0xFF bytes until written, so that a kernel
+ * reading what nobody wrote reads NaN; unset, a new one is not filled. */
+Test(tensor, poisoned_buffers_hold_ff_until_written)
+{
+    cr_assert_eq(setenv("CLMAD_POISON_BUFFERS", "1", 1), 0);
+    clmad_context *ctx = test_context();
+    cr_assert_eq(unsetenv("CLMAD_POISON_BUFFERS"), 0);
+    const size_t shape[1] = {300};
+    for (int reuse = 0; reuse < 2; reuse++) { /* new, then from the pool after a write */
+        clmad_tensor *t;
+        unsigned char bytes[300 * sizeof(float)];
+        CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 1, shape, NULL, &t));
+        CHECK_OK(ctx, clmad_tensor_read(t, bytes, sizeof bytes));
+        for (size_t i = 0; i < sizeof bytes; i++)
+            cr_assert_eq(bytes[i], 0xff, "byte %zu of a %s buffer: %#x", i, reuse ? "pooled" : "new", bytes[i]);
+        clmad_tensor_release(t);
+        CHECK_OK(ctx, clmad_tensor_zeros(ctx, CLMAD_F32, 1, shape, &t)); /* written, then back to the pool */
+        clmad_tensor_release(t);
+    }
+    clmad_stats stats;
+    CHECK_OK(ctx, clmad_context_stats(ctx, &stats));
+    cr_expect_gt(stats.pool_hits, 0, "the second buffer was not from the pool");
+    clmad_context_release(ctx);
+}
+
 Test(tensor, f64_without_fp64_is_unsupported)
 {
     clmad_options opt;

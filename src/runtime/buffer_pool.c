@@ -28,6 +28,20 @@ void clmad__buffer_pool_clear(clmad_context *ctx)
     ctx->stats.pool_bytes = 0;
 }
 
+/* A buffer being handed out, filled with 0xFF bytes first where the pool
+ * poisons; released if that fails (the caller gets no buffer). */
+static clmad_status hand_out(clmad_context *ctx, cl_mem mem, size_t capacity)
+{
+    if (!ctx->pool.poison)
+        return CLMAD_OK;
+    const cl_uchar ff = 0xff;
+    cl_int err = clEnqueueFillBuffer(ctx->queue, mem, &ff, 1, 0, capacity, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+        return CLMAD_OK;
+    clReleaseMemObject(mem);
+    return clmad__fail_cl(ctx, err, "clEnqueueFillBuffer (CLMAD_POISON_BUFFERS)");
+}
+
 clmad_status clmad__buffer_acquire(clmad_context *ctx, size_t bytes, cl_mem *mem, size_t *capacity)
 {
     size_t want = size_class(bytes);
@@ -41,7 +55,7 @@ clmad_status clmad__buffer_acquire(clmad_context *ctx, size_t bytes, cl_mem *mem
             ctx->stats.pool_bytes = ctx->pool.kept_bytes;
             ctx->stats.pool_hits++;
             free(b);
-            return CLMAD_OK;
+            return hand_out(ctx, *mem, *capacity);
         }
     }
     if (want > ctx->info.max_alloc_bytes)
@@ -60,7 +74,7 @@ clmad_status clmad__buffer_acquire(clmad_context *ctx, size_t bytes, cl_mem *mem
     ctx->stats.pool_misses++;
     *mem = m;
     *capacity = want;
-    return CLMAD_OK;
+    return hand_out(ctx, m, want);
 }
 
 void clmad__buffer_return(clmad_context *ctx, cl_mem mem, size_t capacity)

@@ -129,6 +129,8 @@ clmad_status clmad__context_new(const clmad_options *opt, const clmad_device_ent
         return st;
     }
 
+    const char *poison = getenv("CLMAD_POISON_BUFFERS");
+    ctx->pool.poison = poison && strcmp(poison, "1") == 0;
     ctx->cache_dir = resolve_cache_dir(opt->cache_dir);
     clmad__disk_cache_open(ctx);
     clmad__tuning_resolve(ctx);

@@ -5,7 +5,8 @@
 # project's `device` tool), with binaries built elsewhere:
 #   scripts/run-nvidia.sh BIN_DIR OUT_DIR [test|bench|all]
 # BIN_DIR holds clmad-info, bench_*, example_hmlstm and tests/test_*
-# (copied from a build folder); LD_LIBRARY_PATH must reach libclblast and
+# (copied from a build folder), and libclmad-kernel-profile.so for a
+# profile of the MLP step; LD_LIBRARY_PATH must reach libclblast and
 # libcriterion when the machine lacks them (it is passed to clmad's programs
 # only, not to the peers' Python). Results go to OUT_DIR/results; with
 # bench, the peers (torch.compile, JAX jit) run on the same GPU on the same
@@ -28,6 +29,14 @@ if [ "$what" != bench ]; then
     start=$(date +%s)
     "$t" --jobs 8 --short-filename > "$icd/test.log" 2>&1 || { status=1; tail -30 "$icd/test.log"; }
     printf '%-24s %4d s  %s\n' "$(basename "$t")" $(( $(date +%s) - start )) "$(tail -1 "$icd/test.log")"
+  done
+  # Two random-program tests again with every pooled buffer poisoned
+  # (docs/testing.md): a kernel reading unwritten memory turns a result NaN.
+  for t in test_fusion_random test_tape_random; do
+    [ -x "$bin/tests/$t" ] || continue
+    CLMAD_POISON_BUFFERS=1 "$bin/tests/$t" --jobs 8 --short-filename > "$icd/test.log" 2>&1 ||
+      { status=1; tail -30 "$icd/test.log"; }
+    printf '%-24s %s (poisoned)\n' "$t" "$(tail -1 "$icd/test.log")"
   done
   "$bin/example_hmlstm" > "$out/example_hmlstm.log" 2>&1 || status=1
   tail -12 "$out/example_hmlstm.log"
@@ -62,6 +71,13 @@ if [ "$what" != test ]; then
       peer_jax_mlp.py --dims $mlp_dims --reps 15 --json "$mbase.mlp.peer_jax.json") || status=1
   fi
   env -u LD_LIBRARY_PATH python3 "$(dirname "$0")/mlp-report.py" recorded "$out/results" || status=1
+  # Where the MLP step's device time goes, kernel by kernel, when the
+  # profiler was built (tools/kernel_profile.c; copy it into BIN_DIR).
+  if [ -f "$bin/libclmad-kernel-profile.so" ]; then
+    LD_PRELOAD="$bin/libclmad-kernel-profile.so" "$bin/bench_mlp" --dims 4096x1024x4096x1000 --reps 3 \
+      --check-steps 2 --out "$icd" 2> "$out/results/kernel-profile.txt" > /dev/null || status=1
+    grep -A16 "kernel profile" "$out/results/kernel-profile.txt"
+  fi
   "$bin/bench_cell" 2048 20 "$out/results" || status=1
   "$bin/bench_arity" --elements 16777216 --reps 9 --out "$out/results" || status=1
 fi

@@ -226,6 +226,12 @@ int test_contains(const char *haystack, const char *needle)
     return haystack && needle && strstr(haystack, needle) != NULL;
 }
 
+int test_small(void)
+{
+    const char *small = getenv("CLMAD_TEST_SMALL");
+    return small && *small == '1';
+}
+
 clmad_tensor *test_tensor_of(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,
                              double (*value)(size_t e, void *arg), void *arg)
 {

@@ -100,6 +100,10 @@ const char *test_tuning_origin(const char *cache);
 /* 1 if haystack contains needle. */
 int test_contains(const char *haystack, const char *needle);
 
+/* 1 under CLMAD_TEST_SMALL=1: the checkers' runs (Oclgrind, memcheck) at
+ * small sizes. */
+int test_small(void);
+
 /* A new f32 or f64 tensor whose element e is value(e, arg), asked in order
  * e = 0, 1, ... (a value function may keep a state in arg). */
 clmad_tensor *test_tensor_of(clmad_context *ctx, clmad_dtype dtype, int ndim, const size_t *shape,

@@ -152,8 +152,7 @@ static void check_length(size_t n)
 Test(flat_kernels, every_tail_length)
 {
     ctx = test_context();
-    const char *small_env = getenv("CLMAD_TEST_SMALL");
-    const int small = small_env && *small_env == '1';
+    const int small = test_small();
     for (size_t n = 0; n <= (small ? 3 * 4 + 1 : 3 * 16 + 1); n++)
         check_length(n);
     static const size_t longer[] = {257, 255, 256, 4099, 65537};
@@ -200,8 +199,7 @@ Test(flat_kernels, sums_last_passes_in_one_group_as_the_passes)
 {
     ctx = test_context();
     clmad__sum_as_gpus(ctx, 1);
-    const char *small_env = getenv("CLMAD_TEST_SMALL");
-    const int small = small_env && *small_env == '1';
+    const int small = test_small();
     /* Up to 64 values (one level), two and three levels, the largest the
      * tail takes whole (32 x 1024), and one more level before it. */
     static const size_t sizes[] = {1, 64, 65, 2048, 2049, 32768, 32769, 100003};
@@ -238,8 +236,7 @@ Test(flat_kernels, sums_last_passes_in_one_group_as_the_passes)
 Test(flat_kernels, column_sums_as_the_passes)
 {
     ctx = test_context();
-    const char *small_env = getenv("CLMAD_TEST_SMALL");
-    const int small = small_env && *small_env == '1'; /* Oclgrind: the two smaller of each */
+    const int small = test_small(); /* Oclgrind: the two smaller of each */
     static const size_t rows[] = {65, 1000, 5003}, cols[] = {3, 37, 256};
     for (int r = 0; r < (small ? 2 : 3); r++)
         for (int c = 0; c < (small ? 2 : 3); c++) {

@@ -395,9 +395,9 @@ static clmad_context *on, *off;
 /* CLMAD_TEST_SMALL=1 (make test-oclgrind): the sizes under 100 elements. */
 static size_t n_sizes(size_t all, const size_t (*sizes)[2])
 {
-    const char *small = getenv("CLMAD_TEST_SMALL");
+    const int small = test_small();
     size_t n = 0;
-    while (n < all && (!small || *small != '1' || sizes[n][0] * sizes[n][1] < 100))
+    while (n < all && (!small || sizes[n][0] * sizes[n][1] < 100))
         n++;
     return n;
 }

@@ -1074,9 +1074,9 @@ Test(fusion_random, bitwise_equal_to_eager, .timeout = 900)
      * whose 10 structures reach every feature (21, 193, 288, 434, 832,
      * ...), the first that also meets the ties of fmin and fmax that this
      * test found (program 12 fails with that fix reverted). */
-    const char *small_env = getenv("CLMAD_TEST_SMALL"), *only = getenv("CLMAD_TEST_PROGRAM");
+    const char *only = getenv("CLMAD_TEST_PROGRAM");
     const char *n_env = getenv("CLMAD_TEST_STRUCTURES"), *seed_env = getenv("CLMAD_TEST_SEED");
-    int small = small_env && *small_env == '1', n = small ? STRUCTURES_SMALL : STRUCTURES;
+    int small = test_small(), n = small ? STRUCTURES_SMALL : STRUCTURES;
     int fixed = !small && !(n_env && *n_env) && !(seed_env && *seed_env);
     if (n_env && *n_env)
         n = atoi(n_env);

@@ -376,10 +376,11 @@ static void summed_gradient(clmad_context *ctx, lean_env *e, clmad_tensor *x, cl
 }
 
 /* sum(cell) under STORE: the backward's adjoint is exactly 1, so the
- * stored partials become the gradients (no kernel but the seed's fill),
- * bitwise those RECOMPUTE forms; into gradients already there, and on a
- * retained tape (whose partials a second backward reads), the kernel runs
- * as before. */
+ * stored partials become the gradients (the loss kernel's, fused: backward
+ * launches nothing, not even the seed's fill, which nothing reads),
+ * bitwise those RECOMPUTE forms; into gradients already there (the seed
+ * written then), and on a retained tape (whose partials a second backward
+ * reads), the kernel runs as before. */
 Test(lean, summed_cell_takes_its_stored_partials_as_gradients)
 {
     clmad_context *ctx = test_context();
@@ -392,7 +393,7 @@ Test(lean, summed_cell_takes_its_stored_partials_as_gradients)
     CHECK_OK(ctx, clmad_set_partials_policy(ctx, CLMAD_PARTIALS_STORE));
     gc_free(gc_backward(ctx, lean_loss, &e, 4, p), 4); /* builds every kernel */
 
-    cr_expect_eq(backward_kernels(ctx, &e, p, 1), 1, "the seed's fill alone");
+    cr_expect_eq(backward_kernels(ctx, &e, p, 1), 0, "no kernel: the gradients are the loss kernel's");
     expect_grads(ctx, p, ref, 1, "handed over");
     cr_expect_eq(backward_kernels(ctx, &e, p, 0), 2, "the seed and one kernel adding into the gradients");
     expect_grads(ctx, p, ref, 2, "added");

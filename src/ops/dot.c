@@ -21,6 +21,8 @@ static clmad_status dot_backward(clmad_context *ctx, clmad_node *node)
     dot_data *d = node->data;
     int done = 0;
     clmad_status st0 = d ? clmad__fused_loss_backward(ctx, node, d->y_input, d->fused, &done) : CLMAD_OK;
+    if (st0 == CLMAD_OK && !done)
+        st0 = clmad__adjoint_ready(node, 0);
     if (st0 == CLMAD_OK && !done && node->out_adj_scale[0])
         st0 = clmad__materialize_adjoint(ctx, node, 0); /* one value times a scale: s is one value */
     if (st0 != CLMAD_OK || done)
@@ -36,7 +38,8 @@ static clmad_status dot_backward(clmad_context *ctx, clmad_node *node)
 }
 
 const clmad_op clmad__op_dot = {
-    .name = "clmad_dot", .backward = dot_backward, .free_data = clmad__free_fused_data, .kind = CLMAD_OP_REDUCTION, .reduction = CLMAD_REDUCTION_DOT};
+    .name = "clmad_dot", .backward = dot_backward, .free_data = clmad__free_fused_data, .kind = CLMAD_OP_REDUCTION,
+    .reduction = CLMAD_REDUCTION_DOT, .reads_adjoint_late = 1};
 
 /* The first pass of the sum of a * b into dst: the parts (or ranges) of
  * clmad__reduce's first pass over a contiguous product, so that the result

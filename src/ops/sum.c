@@ -22,6 +22,9 @@ static clmad_status sum_backward(clmad_context *ctx, clmad_node *node)
     clmad_status fused = clmad__fused_loss_backward(ctx, node, 0, d->fused, &done);
     if (fused != CLMAD_OK || done)
         return fused;
+    clmad_status seeded = clmad__adjoint_ready(node, 0);
+    if (seeded != CLMAD_OK)
+        return seeded;
     clmad_tensor *x = node->inputs[0], *adj = node->out_adj[0], *g = NULL;
     /* A sum to one value (or of one value's adjoint): it goes on as one
      * value, lazily as it came (backward's seed stays the seed: a sum under
@@ -63,9 +66,11 @@ static clmad_status sum_backward(clmad_context *ctx, clmad_node *node)
 }
 
 const clmad_op clmad__op_sum = {.name = "clmad_sum", .backward = sum_backward, .free_data = clmad__free_fused_data,
-                                .kind = CLMAD_OP_REDUCTION, .reduction = CLMAD_REDUCTION_SUM};
+                                .kind = CLMAD_OP_REDUCTION, .reduction = CLMAD_REDUCTION_SUM,
+                                .reads_adjoint_late = 1};
 const clmad_op clmad__op_mean = {.name = "clmad_mean", .backward = sum_backward, .free_data = clmad__free_fused_data,
-                                 .kind = CLMAD_OP_REDUCTION, .reduction = CLMAD_REDUCTION_MEAN};
+                                 .kind = CLMAD_OP_REDUCTION, .reduction = CLMAD_REDUCTION_MEAN,
+                                 .reads_adjoint_late = 1};
 
 static clmad_status reduce_op(clmad_context *ctx, const clmad_op *op, clmad_tensor *x, int naxes,
                               const int *axes, int keepdims, clmad_tensor **out)

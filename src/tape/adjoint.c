@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Adjoint routing: where an input's gradient goes, lazy adjoints, accumulation. */
+#include "runtime/held.h"
 #include "runtime/primitives.h"
 #include "tape/state.h"
 
@@ -15,8 +16,11 @@ clmad_status clmad__accumulate_into(clmad_context *ctx, clmad_tensor *dst, clmad
 {
     if (dst->numel == 0)
         return CLMAD_OK;
+    clmad_tensor *both[2] = {dst, src}; /* either may be backward's seed, held */
+    clmad_status st = clmad__tensors_ready(both, 2);
     cl_kernel k;
-    clmad_status st = clmad__cached_kernel(ctx, dst->dtype, CLMAD_OPS_ACCUMULATE, &k);
+    if (st == CLMAD_OK)
+        st = clmad__cached_kernel(ctx, dst->dtype, CLMAD_OPS_ACCUMULATE, &k);
     if (st != CLMAD_OK)
         return st;
     cl_ulong n = dst->numel;
@@ -33,8 +37,10 @@ clmad_status clmad__accumulate_into(clmad_context *ctx, clmad_tensor *dst, clmad
 static clmad_status expand_adjoint(clmad_context *ctx, clmad_tensor *a, clmad_tensor *scale, int ndim,
                                    const size_t *shape, clmad_tensor **out)
 {
-    clmad_tensor *t;
-    clmad_status st = clmad_tensor_create(ctx, a->dtype, ndim, shape, NULL, &t);
+    clmad_tensor *t, *read[2] = {a, scale}; /* either may be backward's seed, held */
+    clmad_status st = clmad__tensors_ready(read, 2);
+    if (st == CLMAD_OK)
+        st = clmad_tensor_create(ctx, a->dtype, ndim, shape, NULL, &t);
     if (st != CLMAD_OK || t->numel == 0) {
         if (st == CLMAD_OK)
             *out = t;
@@ -68,6 +74,12 @@ void clmad__set_adjoint(clmad_node *node, int o, clmad_tensor *full)
     node->out_adj_scale[o] = NULL;
     node->out_adj_scalar[o] = 0;
     node->out_adj_lazy[o] = 0;
+}
+
+clmad_status clmad__adjoint_ready(clmad_node *node, int o)
+{
+    clmad_tensor *both[2] = {node->out_adj[o], node->out_adj_scale[o]};
+    return clmad__tensors_ready(both, 2);
 }
 
 clmad_status clmad__materialize_adjoint(clmad_context *ctx, clmad_node *node, int o)

@@ -4,6 +4,7 @@
 #include "tape/state.h"
 #include "runtime/context_guard.h"
 #include "runtime/held.h"
+#include "runtime/primitives.h"
 
 static clmad_status copy_tensor(clmad_context *ctx, clmad_tensor *src, clmad_tensor **out)
 {
@@ -50,6 +51,35 @@ static clmad_status check_loss(clmad_context *ctx, clmad_tensor *loss, clmad_ten
     return CLMAD_OK;
 }
 
+static clmad_status fill_ones(clmad_held *h, clmad_tensor *t)
+{
+    (void)h;
+    return clmad__fill(t->ctx, t->mem, t->dtype, t->numel, 1.0);
+}
+
+static void keep_ones(clmad_held *h)
+{
+    (void)h;
+}
+
+/* Stateless: every held seed shares it. */
+static clmad_held ones_fill = {fill_ones, keep_ones};
+
+/* The ones that seed loss. Held (written only where it is read) when the
+ * loss's node reads its adjoint late: a fused loss's backward only asks
+ * whether its adjoint is the seed, and then a launch per step is saved. */
+static clmad_status ones_seed(clmad_context *ctx, clmad_tensor *loss, clmad_tensor **out)
+{
+    const clmad_node *node = loss->node;
+    if (!node || !clmad__node_current(ctx, loss) || !node->op->reads_adjoint_late || node->out_adj[loss->out_index] ||
+        !clmad__fusion_enabled(ctx))
+        return clmad_tensor_fill(ctx, loss->dtype, loss->ndim, loss->shape, 1.0, out);
+    clmad_status st = clmad_tensor_create(ctx, loss->dtype, loss->ndim, loss->shape, NULL, out);
+    if (st == CLMAD_OK)
+        clmad__hold(*out, &ones_fill);
+    return st;
+}
+
 /* Runs the backward of node (when an adjoint reached it) and drops its
  * adjoints, and what it saved unless the tape is retained. */
 static clmad_status run_node(clmad_context *ctx, clmad_node *node)
@@ -58,6 +88,8 @@ static clmad_status run_node(clmad_context *ctx, clmad_node *node)
     int any = 0;
     for (int o = 0; o < node->n_outputs; o++) {
         any |= node->out_adj[o] != NULL;
+        if (!node->op->reads_adjoint_late && st == CLMAD_OK)
+            st = clmad__adjoint_ready(node, o);
         if (!node->lazy_adjoints && st == CLMAD_OK)
             st = clmad__materialize_adjoint(ctx, node, o);
     }
@@ -76,8 +108,7 @@ static clmad_status backward_pass(clmad_context *ctx, clmad_tensor *loss, clmad_
     if (st != CLMAD_OK)
         return st;
     clmad_tensor *g;
-    st = seed ? copy_tensor(ctx, seed, &g)
-              : clmad_tensor_fill(ctx, loss->dtype, loss->ndim, loss->shape, 1.0, &g);
+    st = seed ? copy_tensor(ctx, seed, &g) : ones_seed(ctx, loss, &g);
     if (st != CLMAD_OK)
         return st;
     /* Ones that the nodes may recognise (clmad__adjoint_is_one): held

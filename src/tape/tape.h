@@ -42,6 +42,11 @@ typedef struct clmad_op {
     clmad_reduction reduction;            /* CLMAD_OP_REDUCTION: which */
     const char *source;                   /* CLMAD_OP_ELEMENTWISE: the value in the ad_ vocabulary;
                                              NULL when each node's kernel has its own (broadcast) */
+    /* 1: backward may finish without reading the adjoint's values (a fused
+     * loss's, which only asks whether it is the seed), so clmad_backward
+     * may hand it the seed unwritten (held); backward makes it ready
+     * (clmad__tensor_ready) before it reads it. 0: it gets it written. */
+    int reads_adjoint_late;
 } clmad_op;
 
 /* A node and its per-input and per-output arrays are one allocation sized
@@ -153,6 +158,10 @@ int clmad__adjoint_is_one(const clmad_context *ctx, const clmad_node *node, int 
  * is the loss; the seed is only ever handed on, never added into: nodes
  * recorded after the loss have no adjoint). */
 int clmad__adjoint_is_seed(const clmad_context *ctx, const clmad_node *node, int o);
+
+/* Writes out_adj[o] of node and its scale if they are held: backward's
+ * seed may be (clmad_op.reads_adjoint_late). */
+clmad_status clmad__adjoint_ready(clmad_node *node, int o);
 
 /* Replaces a lazy out_adj[o] of node by a full tensor of the output's shape. */
 clmad_status clmad__materialize_adjoint(clmad_context *ctx, clmad_node *node, int o);

@@ -195,37 +195,55 @@ static float order_sensitive(size_t i)
     return (float)((long)((i * 2654435761u) % 2001) - 1000) * ldexpf(1.0f, (int)(i % 21) - 10) / 7.0f;
 }
 
+/* The sum and mean of n order-sensitive values with the sum's last passes
+ * in one group of `group` work-items (0: as many as the device takes):
+ * the host's passes bit for bit, in one launch when the tail takes them
+ * all (n <= 32 x 1024), else after one pass. */
+static void check_tail_sum(size_t n, size_t group)
+{
+    clmad__reduce_tail_group(ctx, group);
+    float *h = malloc(n * sizeof *h);
+    cr_assert_not_null(h);
+    for (size_t i = 0; i < n; i++)
+        h[i] = order_sensitive(i);
+    clmad_tensor *x, *sum, *mean;
+    CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 1, &n, h, &x));
+    clmad_stats s0, s1;
+    CHECK_OK(ctx, clmad_context_stats(ctx, &s0));
+    CHECK_OK(ctx, clmad_sum(ctx, x, 0, NULL, 0, &sum));
+    CHECK_OK(ctx, clmad_context_stats(ctx, &s1));
+    const uint64_t launches = s1.kernels_launched - s0.kernels_launched;
+    cr_assert_eq(launches, n <= 32768 ? 1 : 2, "n %zu, group %zu: %llu launches", n, group,
+                 (unsigned long long)launches);
+    CHECK_OK(ctx, clmad_mean(ctx, x, 0, NULL, 0, &mean));
+    float got[2];
+    CHECK_OK(ctx, clmad_tensor_read(sum, &got[0], sizeof got[0]));
+    CHECK_OK(ctx, clmad_tensor_read(mean, &got[1], sizeof got[1]));
+    const float want = host_passes(h, n), want_mean = (float)(1.0 / (double)n) * want;
+    cr_assert(memcmp(&got[0], &want, sizeof want) == 0, "n %zu, group %zu: sum %.9g, the host's passes %.9g", n,
+              group, (double)got[0], (double)want);
+    cr_assert(memcmp(&got[1], &want_mean, sizeof want) == 0, "n %zu, group %zu: mean %.9g, the host's %.9g", n,
+              group, (double)got[1], (double)want_mean);
+    clmad_tensor_release(x);
+    clmad_tensor_release(sum);
+    clmad_tensor_release(mean);
+    free(h);
+}
+
 Test(flat_kernels, sums_last_passes_in_one_group_as_the_passes)
 {
     ctx = test_context();
     clmad__sum_as_gpus(ctx, 1);
     const int small = test_small();
     /* Up to 64 values (one level), two and three levels, the largest the
-     * tail takes whole (32 x 1024), and one more level before it. */
+     * tail takes whole (32 x 1024), and one more level before it; in the
+     * device's group, and in groups smaller than the first level's parts
+     * (NVIDIA's take 256 or 512), whose work-items sum several parts. */
     static const size_t sizes[] = {1, 64, 65, 2048, 2049, 32768, 32769, 100003};
-    for (int s = 0; s < (small ? 5 : 8); s++) {
-        const size_t n = sizes[s];
-        float *h = malloc(n * sizeof *h);
-        cr_assert_not_null(h);
-        for (size_t i = 0; i < n; i++)
-            h[i] = order_sensitive(i);
-        clmad_tensor *x, *sum, *mean;
-        CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_F32, 1, &n, h, &x));
-        CHECK_OK(ctx, clmad_sum(ctx, x, 0, NULL, 0, &sum));
-        CHECK_OK(ctx, clmad_mean(ctx, x, 0, NULL, 0, &mean));
-        float got[2];
-        CHECK_OK(ctx, clmad_tensor_read(sum, &got[0], sizeof got[0]));
-        CHECK_OK(ctx, clmad_tensor_read(mean, &got[1], sizeof got[1]));
-        const float want = host_passes(h, n), want_mean = (float)(1.0 / (double)n) * want;
-        cr_assert(memcmp(&got[0], &want, sizeof want) == 0, "n %zu: sum %.9g, the host's passes %.9g", n,
-                  (double)got[0], (double)want);
-        cr_assert(memcmp(&got[1], &want_mean, sizeof want) == 0, "n %zu: mean %.9g, the host's %.9g", n,
-                  (double)got[1], (double)want_mean);
-        clmad_tensor_release(x);
-        clmad_tensor_release(sum);
-        clmad_tensor_release(mean);
-        free(h);
-    }
+    static const size_t groups[] = {0, 32, 256};
+    for (int g = 0; g < 3; g++)
+        for (int s = 0; s < (small ? 5 : 8); s++)
+            check_tail_sum(sizes[s], groups[g]);
     clmad_context_release(ctx);
 }
 

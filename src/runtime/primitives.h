@@ -92,6 +92,10 @@ int clmad__loss_lanes_for(const clmad_context *ctx, size_t parts);
  * whatever the device. */
 void clmad__sum_as_gpus(clmad_context *ctx, int lanes);
 
+/* For tests: the work-items of the one group that sums a sum's last
+ * passes (0: as many as the kernel takes on the device, up to 1024). */
+void clmad__reduce_tail_group(clmad_context *ctx, size_t group);
+
 /* Benchmarks: the work-items per partial sum of the interleaved loss
  * kernels built from now on (lanes >= 0; 0: by the device's size), as a
  * tuning file's "loss_lanes" would set it; returns the previous value

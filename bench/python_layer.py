@@ -69,8 +69,12 @@ int clmad__fail(const void *c, int s, const char *fmt, ...) { (void)c; (void)fmt
 
 
 def build_null_library(folder):
-    with open(os.path.join(ROOT, "include", "clmad.h")) as f:
-        names = sorted(set(re.findall(r"CLMAD_API[^;(]*?\b(clmad_\w+)\s*\(", f.read())))
+    headers = ""  # clmad.h and the headers beside it (clmad_cl.h: the package binds them too)
+    for name in sorted(os.listdir(os.path.join(ROOT, "include"))):
+        if name.startswith("clmad") and name.endswith(".h"):
+            with open(os.path.join(ROOT, "include", name)) as f:
+                headers += f.read()
+    names = sorted(set(re.findall(r"CLMAD_API[^;(]*?\b(clmad_\w+)\s*\(", headers)))
     special = set(re.findall(r"\b(clmad_\w+)\b", NULL_SPECIAL))
     source = NULL_SPECIAL + "".join(f"long long {n}(void) {{ COUNT; return 0; }}\n"
                                     for n in names if n not in special)

@@ -240,3 +240,25 @@ def test_fast_paths_keep_memory_flat_over_10000_cycles(ctx):
         tracemalloc.stop()
     assert grown < 16384, f"{grown} bytes more after 10,000 cycles"
     assert ctx.stats()["live_tensor_bytes"] == before
+
+
+def test_null_library_of_the_layer_benchmark_stands_in_for_every_function(tmp_path):
+    """bench/python_layer.py times the package against a library whose
+    functions do nothing, made from the public headers: the package must
+    import against it and run each timed operation (it broke once when the
+    package bound clmad_cl.h's functions and the null library had only
+    clmad.h's)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.join(root, "bench"))
+    try:
+        import python_layer
+    finally:
+        sys.path.pop(0)
+    null = python_layer.build_null_library(str(tmp_path))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(clmad.__file__)))
+    env = dict(os.environ, CLMAD_LIBRARY=null, PYTHONPATH=package)
+    out = subprocess.run([sys.executable, python_layer.__file__, "--child", "null", "--calls", "20", "--rounds", "1"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    timed = json.loads(out.stdout)
+    assert timed["HM-LSTM step (6-input cell)"]["calls_into_c"] >= 3, timed

@@ -93,7 +93,8 @@ int clmad__loss_lanes_for(const clmad_context *ctx, size_t parts);
 void clmad__sum_as_gpus(clmad_context *ctx, int lanes);
 
 /* For tests: the work-items of the one group that sums a sum's last
- * passes (0: as many as the kernel takes on the device, up to 1024). */
+ * passes (0: as many as the kernel takes on the device, up to 1024), as a
+ * device whose group for it is smaller has it. */
 void clmad__reduce_tail_group(clmad_context *ctx, size_t group);
 
 /* Benchmarks: the work-items per partial sum of the interleaved loss

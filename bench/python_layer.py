@@ -81,9 +81,11 @@ def build_null_library(folder):
     c_file, so_file = os.path.join(folder, "null.c"), os.path.join(folder, "libclmad_null.so")
     with open(c_file, "w") as f:
         f.write(source)
+    # linked to the OpenCL loader, as libclmad is: the package finds the few
+    # OpenCL functions it calls itself through libclmad's handle (_opencl.py)
     subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", "-I", os.path.join(ROOT, "include"),
                     "-I", os.path.join(ROOT, "src"), "-o", so_file, c_file,
-                    os.path.join(ROOT, "src", "runtime", "abi.c")], check=True)
+                    os.path.join(ROOT, "src", "runtime", "abi.c"), "-Wl,--no-as-needed", "-lOpenCL"], check=True)
     return so_file
 
 

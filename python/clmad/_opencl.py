@@ -12,7 +12,11 @@ CL_MEM_READ_WRITE = 1 << 0
 CL_MEM_USE_HOST_PTR = 1 << 3
 CL_MAP_READ, CL_MAP_WRITE = 1 << 0, 1 << 1
 
-cl = ctypes.CDLL("libOpenCL.so.1")
+# Looked up through libclmad's handle, which searches its own dependencies:
+# the loader it links (the wheel bundles one under another name), never a
+# second one found by soname (a system's, or none on a machine without
+# OpenCL, where import clmad then failed).
+cl = _lib.lib
 _err = POINTER(c_int32)
 _PROTOTYPES = {
     "clEnqueueMapBuffer": (c_void_p, [c_void_p, c_void_p, c_uint, c_uint64, c_size_t, c_size_t, c_uint,

@@ -122,14 +122,14 @@ static clmad_status reduce_pass(clmad_context *ctx, cl_mem dst, cl_mem src, clma
     return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, n_keep * parts, bytes) : st;
 }
 
-/* The largest work-group of clmad_reduce_sum_tail: as many work-items as
- * the kernel takes, up to 1024 (its first level has at most 1024 parts). */
 void clmad__reduce_tail_group(clmad_context *ctx, size_t group)
 {
     for (int d = 0; d < CLMAD__DTYPE_COUNT; d++)
         ctx->reduce_tail_group[d] = group;
 }
 
+/* The largest work-group of clmad_reduce_sum_tail: as many work-items as
+ * the kernel takes, up to 1024 (its first level has at most 1024 parts). */
 static clmad_status tail_group(clmad_context *ctx, clmad_dtype dtype, cl_kernel k, size_t *group)
 {
     size_t *g = &ctx->reduce_tail_group[dtype];

@@ -5,8 +5,8 @@
 # project's `device` tool), with binaries built elsewhere:
 #   scripts/run-nvidia.sh BIN_DIR OUT_DIR [test|bench|all]
 # BIN_DIR holds clmad-info, bench_*, example_hmlstm and tests/test_*
-# (copied from a build folder), and libclmad-kernel-profile.so for a
-# profile of the MLP step; LD_LIBRARY_PATH must reach libclblast and
+# (copied from a build folder), libclmad-kernel-profile.so for a profile
+# of the MLP step, and libclmad.so for the Python layer against C; LD_LIBRARY_PATH must reach libclblast and
 # libcriterion when the machine lacks them (it is passed to clmad's programs
 # only, not to the peers' Python). Results go to OUT_DIR/results; with
 # bench, the peers (torch.compile, JAX jit) run on the same GPU on the same
@@ -77,6 +77,16 @@ if [ "$what" != test ]; then
     LD_PRELOAD="$bin/libclmad-kernel-profile.so" "$bin/bench_mlp" --dims 4096x1024x4096x1000 --reps 3 \
       --check-steps 2 --out "$icd" 2> "$out/results/kernel-profile.txt" > /dev/null || status=1
     grep -A16 "kernel profile" "$out/results/kernel-profile.txt"
+  fi
+  # The Python layer against C on the same GPU (issue 36: Python at most
+  # 1.05x C's HM-LSTM step), when libclmad.so is in BIN_DIR and python3 has
+  # NumPy: bench/python_overhead.py with BIN_DIR's bench_call and
+  # bench_call_hmlstm.
+  if [ -f "$bin/libclmad.so" ] && env -u LD_LIBRARY_PATH python3 -c 'import numpy' 2>/dev/null; then
+    CLMAD_LIBRARY="$bin/libclmad.so" PYTHONPATH="$(dirname "$0")/../python" \
+      python3 "$(dirname "$0")/../bench/python_overhead.py" --build "$bin" --rounds 5 --out "$out/results" \
+      > /dev/null || status=1
+    grep "|" "$out/results/python.md"
   fi
   "$bin/bench_cell" 2048 20 "$out/results" || status=1
   "$bin/bench_arity" --elements 16777216 --reps 9 --out "$out/results" || status=1

@@ -18,6 +18,32 @@ def new_context(**options):
     return clmad.Context(disable_fp64=NO_FP64, **options)
 
 
+def released(ctx, done, again=None, timeout=2.0):
+    """Whether done() holds once a released buffer is deleted. OpenCL deletes
+    it (and calls its destructor callbacks) only after the commands queued on
+    it finish; and where a kernel keeps references to its arguments (rusticl),
+    only once the kernels that last read it have run on other buffers:
+    again() runs the same operations on fresh tensors, so clmad's cached
+    kernels take those. Polls up to timeout seconds after each step."""
+    import time
+
+    def settles():
+        ctx.finish()
+        end = time.monotonic() + timeout
+        while not done():
+            if time.monotonic() > end:
+                return False
+            time.sleep(0.001)
+        return True
+
+    if settles():
+        return True
+    if again is None:
+        return False
+    again()
+    return settles()
+
+
 @pytest.fixture(scope="session")
 def ctx():
     """The session's context, on any device: tests that need float64 take ctx64

@@ -18,15 +18,18 @@
 
 #define ROW_BASE(r, n, inner) (((r) / (inner)) * (n) * (inner) + (r) % (inner))
 
-/* The max of a row; NaN when the row holds one (as PyTorch's max). */
+/* max(m, v), a NaN winning (the first NaN kept), as PyTorch's max. */
+static real max_of(real m, real v)
+{
+    return v > m || isnan(v) ? (isnan(m) ? m : v) : m;
+}
+
+/* The max of a row; NaN when the row holds one. */
 static real row_max(__global const real *x, ulong base, ulong n, ulong inner)
 {
     real m = -INFINITY;
-    for (ulong k = 0; k < n; k++) {
-        const real v = x[base + k * inner];
-        if (v > m || isnan(v))
-            m = isnan(m) ? m : v;
-    }
+    for (ulong k = 0; k < n; k++)
+        m = max_of(m, x[base + k * inner]);
     return m;
 }
 
@@ -149,11 +152,6 @@ __kernel void clmad_axis_softmax_grad(__global real *restrict g, __global const 
  * then join in a fixed tree. The order differs from the one work-item's,
  * so these are a form of their own (ops/axis.c picks one per device). */
 #define AXIS_GROUP 64
-
-static real max_of(real m, real v)
-{
-    return v > m || isnan(v) ? (isnan(m) ? m : v) : m;
-}
 
 /* t[0] = the max (take_max) or the sum of t[0..AXIS_GROUP), every
  * work-item's t[l] written before; all work-items may read t[0] after. */

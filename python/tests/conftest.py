@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 import os
+import time
 
 import numpy as np
 import pytest
@@ -25,7 +26,6 @@ def released(ctx, done, again=None, timeout=2.0):
     only once the kernels that last read it have run on other buffers:
     again() runs the same operations on fresh tensors, so clmad's cached
     kernels take those. Polls up to timeout seconds after each step."""
-    import time
 
     def settles():
         ctx.finish()

@@ -39,17 +39,6 @@ static int rows_by_groups(const clmad_context *ctx, size_t n, size_t inner)
            (ctx->info.type != CLMAD_DEVICE_CPU || ctx->sums_interleaved);
 }
 
-/* The *_groups kernel id for dtype, arguments 0..n-1, one group per row. */
-static clmad_status launch_groups(clmad_context *ctx, clmad_dtype dtype, clmad_kernel_id id, int n,
-                                  const size_t *sizes, const void *const *values, size_t rows, uint64_t bytes)
-{
-    cl_kernel k;
-    clmad_status st = clmad__cached_kernel(ctx, dtype, id, &k);
-    if (st == CLMAD_OK)
-        st = clmad__set_kernel_args(ctx, k, n, sizes, values);
-    return st == CLMAD_OK ? clmad__enqueue_groups(ctx, k, rows, AXIS_GROUP, bytes) : st;
-}
-
 clmad_status clmad__axis_pullback(clmad_context *ctx, const clmad_node *node, clmad_tensor *adj,
                                   clmad_tensor **g)
 {
@@ -66,11 +55,13 @@ clmad_status clmad__axis_pullback(clmad_context *ctx, const clmad_node *node, cl
     if (groups && d->kind == AXIS_LOGSUMEXP) {
         const size_t sizes[] = {m, m, m, u};
         const void *values[] = {&(*g)->mem, &x->mem, &adj->mem, &n};
-        st = launch_groups(ctx, x->dtype, CLMAD_OPS_AXIS_LOGSUMEXP_GRAD_GROUPS, 4, sizes, values, rows, bytes);
+        st = clmad__launch_cached_groups(ctx, x->dtype, CLMAD_OPS_AXIS_LOGSUMEXP_GRAD_GROUPS, 4, sizes, values, rows,
+                                             AXIS_GROUP, bytes);
     } else if (groups && d->kind != AXIS_MAX) {
         const size_t sizes[] = {m, m, m, u, sizeof take_log};
         const void *values[] = {&(*g)->mem, &d->y->mem, &adj->mem, &n, &take_log};
-        st = launch_groups(ctx, x->dtype, CLMAD_OPS_AXIS_SOFTMAX_GRAD_GROUPS, 5, sizes, values, rows, bytes);
+        st = clmad__launch_cached_groups(ctx, x->dtype, CLMAD_OPS_AXIS_SOFTMAX_GRAD_GROUPS, 5, sizes, values, rows,
+                                             AXIS_GROUP, bytes);
     } else if (d->kind == AXIS_MAX) {
         const size_t sizes[] = {m, m, m, m, u, u, u};
         const void *values[] = {&(*g)->mem, &x->mem, &d->y->mem, &adj->mem, &rows, &n, &inner};
@@ -145,8 +136,9 @@ static clmad_status axis_forward(clmad_context *ctx, axis_kind kind, clmad_tenso
         if (rows_by_groups(ctx, n, inner)) {
             const size_t gsizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof nn, sizeof mode};
             const void *gvalues[] = {&(*y)->mem, &x->mem, &nn, &mode};
-            st = launch_groups(ctx, x->dtype, reduce ? CLMAD_OPS_AXIS_REDUCE_GROUPS : CLMAD_OPS_AXIS_SOFTMAX_GROUPS, 4,
-                               gsizes, gvalues, rows, bytes);
+            st = clmad__launch_cached_groups(ctx, x->dtype,
+                                             reduce ? CLMAD_OPS_AXIS_REDUCE_GROUPS : CLMAD_OPS_AXIS_SOFTMAX_GROUPS, 4,
+                                             gsizes, gvalues, rows, AXIS_GROUP, bytes);
         } else
             st = clmad__launch_cached(ctx, x->dtype, reduce ? CLMAD_OPS_AXIS_REDUCE : CLMAD_OPS_AXIS_SOFTMAX, 6,
                                       sizes, values, rows, bytes);

@@ -158,3 +158,14 @@ clmad_status clmad__launch_cached(clmad_context *ctx, clmad_dtype dtype, clmad_k
         st = clmad__set_kernel_args(ctx, k, n, sizes, values);
     return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, work, bytes) : st;
 }
+
+clmad_status clmad__launch_cached_groups(clmad_context *ctx, clmad_dtype dtype, clmad_kernel_id id, int n,
+                                         const size_t *sizes, const void *const *values, size_t n_groups,
+                                         size_t group, uint64_t bytes)
+{
+    cl_kernel k;
+    clmad_status st = clmad__cached_kernel(ctx, dtype, id, &k);
+    if (st == CLMAD_OK)
+        st = clmad__set_kernel_args(ctx, k, n, sizes, values);
+    return st == CLMAD_OK ? clmad__enqueue_groups(ctx, k, n_groups, group, bytes) : st;
+}

@@ -32,6 +32,13 @@ clmad_status clmad__enqueue_groups(clmad_context *ctx, cl_kernel kernel, size_t 
  * for dtype and enqueues `work` work-items (the index and axis operations). */
 clmad_status clmad__launch_cached(clmad_context *ctx, clmad_dtype dtype, clmad_kernel_id id, int n,
                                   const size_t *sizes, const void *const *values, size_t work, uint64_t bytes);
+
+/* The same with n_groups work-groups of `group` work-items each (kernels
+ * that share work within a group: the axis operations' rows on GPUs). */
+clmad_status clmad__launch_cached_groups(clmad_context *ctx, clmad_dtype dtype, clmad_kernel_id id, int n,
+                                         const size_t *sizes, const void *const *values, size_t n_groups,
+                                         size_t group, uint64_t bytes);
+
 /* A kernel argument of type `real` for dtype (an integer type for integer
  * dtypes: value is then in range and integral, as the callers check). */
 typedef union clmad_real_arg {

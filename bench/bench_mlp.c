@@ -12,13 +12,16 @@
  *   fused     gelu_bias(z, b1): the bias added inside the activation
  *             kernel (b1's gradient is the reduction of its partials)
  *   separate  clmad_add(z, b1), then gelu(h): the bias as a builtin
+ *   region    separate, with h released once gelu(h) is recorded: the two
+ *             are then a lazy region (docs/fusion.md), one kernel forward
+ *             and one backward, as fused's
  *   per-param fused, with the optimizer launched once per parameter
  *             (clmad__optimizer_launch_per_parameter) instead of its
  *             grouped launch (one kernel for all four): the same bits
  *   gemms     the step's five matrix products alone (x W1, a W2, x^T dz,
  *             a^T dz2, dz2 W2^T), recording off: the floor that CLBlast's
  *             GEMMs set on this device
- * fused, separate and per-param each train their own copy of the
+ * fused, separate, region and per-param each train their own copy of the
  * parameters from the same start.
  * Before timing, K untimed steps (--check-steps, default 5) read the loss
  * at each step: it must be finite and fall, and the variants must agree
@@ -48,8 +51,8 @@ static const char *GELU_SOURCE =
     "}\n"
     "T gelu_bias(T z, T b) { return gelu(z + b); }\n";
 
-enum { FUSED, SEPARATE, PER_PARAM, GEMMS, NV, NMODELS = GEMMS };
-static const char *NAMES[NV] = {"fused", "separate", "per-param", "gemms"};
+enum { FUSED, SEPARATE, REGION, PER_PARAM, GEMMS, NV, NMODELS = GEMMS };
+static const char *NAMES[NV] = {"fused", "separate", "region", "per-param", "gemms"};
 
 enum { MAX_SIZES = 8, MAX_CHECK_STEPS = 64 };
 
@@ -155,12 +158,14 @@ static void step(bench *b, int v, double *loss)
     clmad_tensor **p = b->m[v].p, *z, *h, *a, *z2, *logits, *l;
     BENCH_CHECK(ctx, clmad_scope_begin(ctx));
     BENCH_CHECK(ctx, clmad_matmul(ctx, b->x, p[0], 0, 0, &z));
-    if (v != SEPARATE) {
+    if (v != SEPARATE && v != REGION) {
         clmad_tensor *in[2] = {z, p[1]};
         BENCH_CHECK(ctx, clmad_broadcast(ctx, b->gelu_bias, in, &a));
     } else {
         BENCH_CHECK(ctx, clmad_add(ctx, z, p[1], &h));
         BENCH_CHECK(ctx, clmad_broadcast(ctx, b->gelu, &h, &a));
+        if (v == REGION)
+            clmad_tensor_release(h); /* the tape keeps what backward needs */
     }
     BENCH_CHECK(ctx, clmad_matmul(ctx, a, p[2], 0, 0, &z2));
     BENCH_CHECK(ctx, clmad_add(ctx, z2, p[3], &logits));
@@ -396,8 +401,10 @@ int main(int argc, char **argv)
                 fprintf(json, "%s%.9g", s ? ", " : "", losses[s]);
             fprintf(json, "], \"loss_after\": %.9g, \"steps\": %d}", after, k + reps + 3);
         }
-        printf("  separate/fused %.2f  per-param/fused %.2f  gemms/fused %.2f (the matrix products' share)\n",
-               med[SEPARATE] / med[FUSED], med[PER_PARAM] / med[FUSED], med[GEMMS] / med[FUSED]);
+        printf("  separate/fused %.2f  region/fused %.2f  per-param/fused %.2f  gemms/fused %.2f (the matrix "
+               "products' share)\n",
+               med[SEPARATE] / med[FUSED], med[REGION] / med[FUSED], med[PER_PARAM] / med[FUSED],
+               med[GEMMS] / med[FUSED]);
         free(t);
         teardown(&b);
     }

@@ -546,9 +546,14 @@ typedef struct clmad_stats {
     uint64_t fused_losses;         /* losses computed by a fused loss kernel (clmad_dot,
                                       clmad_sum or clmad_mean over a held broadcast, or over
                                       one builtin of it: docs/fusion.md; never writing it) */
-    uint64_t fusion_fallbacks;     /* fused losses whose gradients backward could not use
-                                      (the adjoint was not exactly 1, the broadcast had
-                                      other consumers, ...): it ran the eager backward */
+    uint64_t fusion_fallbacks;     /* fused losses (and lazy regions) whose gradients backward
+                                      could not use (the adjoint was not exactly 1, the
+                                      broadcast had other consumers, ...): it ran the eager
+                                      backward */
+    uint64_t fused_regions;        /* lazy regions: chains of held elementwise calls (a
+                                      broadcast and builtins or kernels over it) whose
+                                      intermediates nobody held any more, run as one kernel
+                                      that writes only the last value (docs/fusion.md) */
 } clmad_stats;
 
 /** Reads the counters of ctx. */

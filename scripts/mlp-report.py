@@ -26,6 +26,7 @@ import sys
 # (key, heading, tool, variant)
 COLUMNS = [("clmad_fused", "clmad fused", "clmad", "fused"),
            ("clmad_separate", "clmad separate", "clmad", "separate"),
+           ("clmad_region", "clmad region", "clmad", "region"),
            ("clmad_per-param", "clmad per-param Adam", "clmad", "per-param"),
            ("clmad_gemms", "clmad GEMMs alone", "clmad", "gemms"),
            ("torch_eager", "torch eager", "torch", "eager"),
@@ -188,8 +189,8 @@ STEP = ("one training step: logits = gelu(x W1 + b1) W2 + b2 (GELU in its tanh f
         "over T in clmad), mean softmax cross-entropy against integer labels, backward, one Adam step on "
         "W1, b1, W2, b2 (lr 1e-3, betas 0.9, 0.999, eps 1e-8), float32, the same inputs for every tool "
         "(bench/peers/mlp_inputs.py). clmad fused adds b1 inside the GELU kernel, clmad separate with "
-        "clmad_add; clmad per-param Adam is fused with the optimizer launched once per parameter instead of "
-        "its grouped launch (one kernel for the four); clmad GEMMs alone times the step's five matrix products (CLBlast) and nothing else, "
+        "clmad_add, clmad region the same with the sum released (a lazy region); clmad per-param Adam is "
+        "fused with the optimizer launched once per parameter instead of its grouped launch (one kernel for the four); clmad GEMMs alone times the step's five matrix products (CLBlast) and nothing else, "
         "and GEMMs / fused is their share of the step; torch.compile compiles the loss (and its backward) and the Adam step; JAX jits the "
         "whole step, matrix products in true float32. GFLOP/s count the five GEMMs of the step "
         "(4 B I H + 6 B H C). Ratios are time ratios: above 1, clmad is slower.")

@@ -280,3 +280,24 @@ void test_run2(clmad_context *ctx, clmad_kernel *k, const double *xs, const doub
     for (size_t j = 0; j < sizeof all / sizeof *all; j++)
         clmad_tensor_release(all[j]);
 }
+
+void test_keep(clmad_context *ctx, test_results *r, clmad_tensor *t)
+{
+    size_t n = clmad_tensor_numel(t) * clmad_dtype_size(clmad_tensor_dtype(t));
+    if (r->len + n > r->cap) {
+        r->cap = 2 * (r->len + n);
+        r->bytes = realloc(r->bytes, r->cap);
+        cr_assert(r->bytes);
+    }
+    CHECK_OK(ctx, clmad_tensor_read(t, r->bytes + r->len, n));
+    r->len += n;
+}
+
+void test_keep_grad(clmad_context *ctx, test_results *r, clmad_tensor *x)
+{
+    clmad_tensor *g = NULL;
+    CHECK_OK(ctx, clmad_tensor_grad(x, &g));
+    cr_assert(g, "%sno gradient", test_case());
+    test_keep(ctx, r, g);
+    clmad_tensor_release(g);
+}

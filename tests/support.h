@@ -118,4 +118,17 @@ void test_read_f64(clmad_context *ctx, clmad_tensor *t, double *h, size_t n);
 void test_run2(clmad_context *ctx, clmad_kernel *k, const double *xs, const double *ys, size_t n, double *v,
                double *dx, double *dy);
 
+/* Bytes read back from tensors in order, and the context's counters: what
+ * two runs of one program (fusion on and off) compare. */
+typedef struct test_results {
+    unsigned char *bytes;
+    size_t len, cap;
+    clmad_stats stats;
+} test_results;
+
+/* Appends t's bytes to r; test_keep_grad those of x's gradient, which
+ * must exist. */
+void test_keep(clmad_context *ctx, test_results *r, clmad_tensor *t);
+void test_keep_grad(clmad_context *ctx, test_results *r, clmad_tensor *x);
+
 #endif

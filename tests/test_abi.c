@@ -119,7 +119,7 @@ Test(abi, struct_layouts)
         {"clmad_stats", {"programs_compiled", "programs_from_disk", "program_memory_hits", "disk_cache_rejected",
                          "live_tensor_bytes", "pool_bytes", "pool_hits", "pool_misses", "tape_nodes",
                          "tape_saved_bytes", "kernels_launched", "bytes_moved", "disk_cache_write_failures",
-                         "disk_cache_problem", "programs_live", "fused_losses", "fusion_fallbacks"}},
+                         "disk_cache_problem", "programs_live", "fused_losses", "fusion_fallbacks", "fused_regions"}},
         {"clmad_optimizer_options", {"kind", "lr", "momentum", "nesterov", "beta1", "beta2", "eps",
                                      "weight_decay"}},
         {"clmad_safetensors_entry", {"name", "file_dtype", "supported", "dtype", "ndim", "shape"}},

@@ -208,32 +208,7 @@ static clmad_tensor *stage(clmad_context *ctx, int f, clmad_tensor *y, clmad_ten
     return z;
 }
 
-typedef struct results {
-    unsigned char *bytes;
-    size_t len, cap;
-    clmad_stats stats; /* of the forward + backward */
-} results;
-
-static void keep(clmad_context *ctx, results *r, clmad_tensor *t)
-{
-    size_t n = clmad_tensor_numel(t) * clmad_dtype_size(clmad_tensor_dtype(t));
-    if (r->len + n > r->cap) {
-        r->cap = 2 * (r->len + n);
-        r->bytes = realloc(r->bytes, r->cap);
-        cr_assert(r->bytes);
-    }
-    CHECK_OK(ctx, clmad_tensor_read(t, r->bytes + r->len, n));
-    r->len += n;
-}
-
-static void keep_grad(clmad_context *ctx, results *r, clmad_tensor *x)
-{
-    clmad_tensor *g = NULL;
-    CHECK_OK(ctx, clmad_tensor_grad(x, &g));
-    cr_assert(g, "%sno gradient", test_case());
-    keep(ctx, r, g);
-    clmad_tensor_release(g);
-}
+typedef test_results results;
 
 /* A value of element e: mostly ordinary, with the special values among them. */
 static double value(size_t e, int which)
@@ -288,7 +263,7 @@ static void run(clmad_context *ctx, const program *p, results *r)
     for (int step = 0; step < (p->hazard == GRAD_PRESENT ? 2 : 1); step++) {
         CHECK_OK(ctx, clmad_broadcast(ctx, k, in, &y));
         if (p->hazard == READ_Y_FIRST)
-            keep(ctx, r, y);
+            test_keep(ctx, r, y);
         int axes_all = 0;
         z = stage(ctx, p->form, y, w);
         clmad_tensor *side = NULL; /* PLUS_STAGE: another user of y, on the tape before the loss */
@@ -313,11 +288,11 @@ static void run(clmad_context *ctx, const program *p, results *r)
         case MEAN_DIFF_SQUARED: CHECK_OK(ctx, clmad_mean(ctx, x, axes_all, NULL, 0, &loss)); break;
         default: CHECK_OK(ctx, clmad_sum(ctx, x, axes_all, NULL, p->form == SUM_KEEPDIMS, &loss));
         }
-        keep(ctx, r, loss);
+        test_keep(ctx, r, loss);
         if (p->hazard == Z_USED)
             CHECK_OK(ctx, clmad_exp(ctx, x, &other));
         if (p->hazard == READ_Y)
-            keep(ctx, r, y);
+            test_keep(ctx, r, y);
         if (p->hazard == Y_USED_TWICE)
             CHECK_OK(ctx, clmad_exp(ctx, y, &other));
         if (p->hazard == RELEASE_Y) {
@@ -364,9 +339,9 @@ static void run(clmad_context *ctx, const program *p, results *r)
             clmad_tensor_release(target);
         clmad_tensor_release(seed);
         if (y && p->hazard != RELEASE_Y && step == 0)
-            keep(ctx, r, y); /* forced after backward */
+            test_keep(ctx, r, y); /* forced after backward */
         if (z && step == 0)
-            keep(ctx, r, z); /* forced after backward */
+            test_keep(ctx, r, z); /* forced after backward */
         clmad_tensor_release(z);
         clmad_tensor_release(y);
         clmad_tensor_release(loss);
@@ -374,10 +349,10 @@ static void run(clmad_context *ctx, const program *p, results *r)
         other = NULL;
     }
     CHECK_OK(ctx, clmad_context_stats(ctx, &s1));
-    keep_grad(ctx, r, a);
-    keep_grad(ctx, r, b);
+    test_keep_grad(ctx, r, a);
+    test_keep_grad(ctx, r, b);
     if (p->w_grad)
-        keep_grad(ctx, r, w);
+        test_keep_grad(ctx, r, w);
     clmad_tape_clear(ctx);
     r->stats.fused_losses = s1.fused_losses - s0.fused_losses;
     r->stats.fusion_fallbacks = s1.fusion_fallbacks - s0.fusion_fallbacks;

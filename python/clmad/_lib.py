@@ -53,7 +53,8 @@ class Stats(Structure):
                 ("tape_saved_bytes", c_uint64), ("kernels_launched", c_uint64),
                 ("bytes_moved", c_uint64), ("disk_cache_write_failures", c_uint64),
                 ("disk_cache_problem", c_char * 256), ("programs_live", c_uint64),
-                ("fused_losses", c_uint64), ("fusion_fallbacks", c_uint64)]
+                ("fused_losses", c_uint64), ("fusion_fallbacks", c_uint64),
+                ("fused_regions", c_uint64)]
 
 
 class Tuning(Structure):

@@ -6,7 +6,9 @@ off, bit for bit (docs/fusion.md). So does a second kernel after the first
 (g(f, w).sum(), g's function also named f): a user stage of the same loss
 kernel, which launches no more kernels than (f * w).sum(), as do g(f, 0.5).sum()
 and clmad.dot((-f).exp(), w); and so does a w that is a row or a column. A
-regulariser added to the loss keeps the loss kernel's gradients in use."""
+regulariser added to the loss keeps the loss kernel's gradients in use. A chain
+of elementwise calls before @ is a lazy region (ctx.stats()["fused_regions"]),
+with the same bits."""
 import numpy as np
 import pytest
 
@@ -35,13 +37,16 @@ LOSSES = {
 }
 
 
+def made(ctx, a, b, w, w_grad):
+    """The kernels and the leaves of a program, made before its first call."""
+    k, g = ctx.kernel(SOURCE, "f"), ctx.kernel(SECOND, "f")
+    return k, g, ctx.tensor(a, requires_grad=True), ctx.tensor(b, requires_grad=True), \
+        ctx.tensor(w, requires_grad=w_grad)
+
+
 def run(fusion, loss_of, a, b, w, w_grad):
     with clmad.Context(fusion=fusion) as ctx:
-        k = ctx.kernel(SOURCE, "f")
-        g = ctx.kernel(SECOND, "f")
-        ta = ctx.tensor(a, requires_grad=True)
-        tb = ctx.tensor(b, requires_grad=True)
-        tw = ctx.tensor(w, requires_grad=w_grad)
+        k, g, ta, tb, tw = made(ctx, a, b, w, w_grad)
         before = ctx.stats()
         loss = loss_of(k(ta, tb), tw, g)
         loss.backward()
@@ -105,4 +110,44 @@ def test_learnable_row_column_or_scalar_is_fused(rng, name, shape):
     loss_off, grads_off, fused_off, _, _ = run(False, LOSSES[name], a, b, w, True)
     assert fused_on == 1 and fused_off == 0 and fallbacks == 0
     assert grads_on[-1] is not None and grads_on[-1].shape == shape
+    assert_bitwise(loss_on, grads_on, loss_off, grads_off)
+
+
+# Chains of elementwise calls before a product: Python's temporaries are gone
+# when @ reads the last value, so the chain is a lazy region (docs/fusion.md).
+# f() makes the kernel's output as a temporary: a name still bound to it (a
+# parameter, a local) would keep the chain from being one.
+REGIONS = {
+    "tanh(f * w) @ W": lambda f, w, g, W: (f() * w).tanh() @ W,
+    "g(f, w) @ W": lambda f, w, g, W: g(f(), w) @ W,
+    "exp(-f) @ W": lambda f, w, g, W: (-f()).exp() @ W,
+    # w is a learnable row here: a bias
+    "relu(f + b) @ W": lambda f, w, g, W: (f() + w).relu() @ W,
+}
+
+
+def run_region(fusion, chain, a, b, w, W):
+    with clmad.Context(fusion=fusion) as ctx:
+        k, g, ta, tb, tw = made(ctx, a, b, w, True)
+        tW = ctx.tensor(W, requires_grad=True)
+        before = ctx.stats()
+        loss = chain(lambda: k(ta, tb), tw, g, tW).sum()
+        loss.backward()
+        after = ctx.stats()
+        regions = after["fused_regions"] - before["fused_regions"]
+        fallbacks = after["fusion_fallbacks"] - before["fusion_fallbacks"]
+        grads = [t.grad.numpy() if t.grad is not None else None for t in (ta, tb, tw, tW)]
+        return loss.numpy(), grads, regions, fallbacks
+
+
+@pytest.mark.parametrize("name", sorted(REGIONS))
+def test_chain_before_a_product_is_a_region_and_bitwise_eager(rng, name):
+    """The chain's last value is written by one kernel, and backward forms
+    its gradients in one kernel, bit for bit as fusion off."""
+    a, b = (rng.uniform(-2, 2, (37, 65)).astype(np.float32) for _ in range(2))
+    w = rng.uniform(-2, 2, (65,) if name.startswith("relu") else (37, 65)).astype(np.float32)
+    W = rng.uniform(-1, 1, (65, 5)).astype(np.float32)
+    loss_on, grads_on, regions_on, fallbacks = run_region(True, REGIONS[name], a, b, w, W)
+    loss_off, grads_off, regions_off, _ = run_region(False, REGIONS[name], a, b, w, W)
+    assert regions_on == 1 and regions_off == 0 and fallbacks == 0
     assert_bitwise(loss_on, grads_on, loss_off, grads_off)

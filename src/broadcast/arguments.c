@@ -55,8 +55,10 @@ int clmad__kernel_arguments(const clmad_variant *v, clmad_kernel_arg *args)
         for (int s = 0; s < v->K; s++)
             args[n++] = arg(CLMAD_ARG_GRAD, 0, s, 0, 0);
     } else if (v->mode == CLMAD_MODE_LOSS) {
-        args[n++] = arg(CLMAD_ARG_PARTS, 0, 0, 0, 0);
-        args[n++] = arg(CLMAD_ARG_SUMS, 0, 0, 0, 0);
+        if (!v->loss_region) {
+            args[n++] = arg(CLMAD_ARG_PARTS, 0, 0, 0, 0);
+            args[n++] = arg(CLMAD_ARG_SUMS, 0, 0, 0, 0);
+        }
         if (v->loss_weighted == CLMAD_LOSS_DOT_W)
             args[n++] = arg(CLMAD_ARG_WEIGHT, 0, CLMAD_LOSS_DOT_WEIGHT, 0, 0);
         for (int s = 0; s < v->loss_stages; s++)

@@ -24,7 +24,7 @@ int clmad__variant_equal(const clmad_variant *a, const clmad_variant *b)
         a->loss_weighted != b->loss_weighted || a->loss_ranges != b->loss_ranges || a->loss_raw != b->loss_raw ||
         a->loss_stages != b->loss_stages || a->loss_stage_raw != b->loss_stage_raw ||
         a->loss_adj != b->loss_adj || a->loss_lanes != b->loss_lanes || a->loss_terms != b->loss_terms ||
-        a->loss_write_y != b->loss_write_y || a->loss_extras != b->loss_extras)
+        a->loss_write_y != b->loss_write_y || a->loss_extras != b->loss_extras || a->loss_region != b->loss_region)
         return 0;
     size_t n = (size_t)a->n_inputs, K = (size_t)a->K, S = (size_t)a->loss_stages, E = (size_t)a->loss_extras;
     if (memcmp(a->loss_extra_stage, b->loss_extra_stage, E) || memcmp(a->loss_extra_input, b->loss_extra_input, E))
@@ -252,7 +252,9 @@ int clmad__generate_program(clmad_strbuf *sb, const clmad_variant *v, const char
         }
     clmad__sb_append(sb, "#line 1 \"clmad-generated\"\n");
     clmad__emit_signature(sb, v);
-    if (v->mode == CLMAD_MODE_LOSS)
+    if (v->mode == CLMAD_MODE_LOSS && v->loss_region)
+        clmad__emit_region_body(sb, v);
+    else if (v->mode == CLMAD_MODE_LOSS)
         clmad__emit_loss_body(sb, v);
     else
         clmad__emit_body(sb, v);

@@ -116,6 +116,13 @@ typedef struct clmad_variant {
     int loss_terms;                     /* ranges: one element per work-item, its term written
                                            at its index of SUMS (of n), which the range pass
                                            then sums (broadcast/held.c) */
+    int loss_region;                    /* a lazy region's kernel (ops/region.c), no sums, no
+                                           PARTS or SUMS, `items` elements per work-item:
+                                           CLMAD_REGION_VALUES writes the chain's last value
+                                           (VALUE 0) from values-only code (K = 0);
+                                           CLMAD_REGION_GRADS writes the gradients for the
+                                           adjoint WEIGHT CLMAD_LOSS_DOT_WEIGHT (loss_weighted
+                                           CLMAD_LOSS_DOT_W), as for clmad_dot's w */
     /* Stage operands (a builtin's w_i, a user stage's STAGE_INPUT) of
      * another shape than y's that broadcasts to it, not 0-d (a row, a
      * column), needing no gradient: extra e is stage loss_extra_stage[e]'s
@@ -142,6 +149,9 @@ enum { CLMAD_LOSS_GROUP_PARTS = 32 };
  * this many (a multiple of the eight lanes), vectorised as the other
  * kernels' loops are, with the index offsets of the run's rows formed once. */
 enum { CLMAD_LOSS_RUN = 64 };
+
+/* loss_region: a lazy region's forward, or its backward. */
+enum { CLMAD_REGION_VALUES = 1, CLMAD_REGION_GRADS = 2 };
 
 /* clmad_dot's w is WEIGHT CLMAD_LOSS_DOT_WEIGHT, after the stages' (a dot
  * over a chain of stages has both). */
@@ -173,7 +183,7 @@ enum {
  *   VJP and STORED: ADJ o for the outputs in adj_mask, each followed by its
  *     ADJ_SCALE where adj_scaled has its bit;  GRAD s;  VJP: INPUT j;
  *     STORED: STORED o s for the outputs in adj_mask (no inputs);
- *   LOSS: PARTS, SUMS, WEIGHT CLMAD_LOSS_DOT_WEIGHT for CLMAD_LOSS_DOT_W, WEIGHT s for each stage s
+ *   LOSS: PARTS, SUMS (not for a loss_region), WEIGHT CLMAD_LOSS_DOT_WEIGHT for CLMAD_LOSS_DOT_W, WEIGHT s for each stage s
  *     of two operands, LOSS_ADJ when loss_adj, VALUE 0 when loss_write_y,
  *     STAGE_GRAD s where loss_stage_wgrad[s], STAGE_INPUT s j for each user
  *     stage s and its input j other than loss_stage_y[s], USER_GRAD u for
@@ -269,6 +279,11 @@ int clmad__log_blames_T(const char *log);
 void clmad__emit_signature(clmad_strbuf *sb, const clmad_variant *v);
 void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v);
 
+/* The opening of a body's element loop: clmad__e over this work-item's
+ * `items` elements (vectorised, rows' offsets formed first), or its one
+ * element; the caller closes it with "    }\n}\n". */
+void clmad__emit_element_loop(clmad_strbuf *sb, const clmad_variant *v);
+
 /* Before a run's loop (row_runs): the column of clmad__first in the last
  * dimension and the offsets of its row (and of the next) per strided input. */
 void clmad__emit_row_offsets(clmad_strbuf *sb, const clmad_variant *v);
@@ -281,6 +296,16 @@ void clmad__emit_index(clmad_strbuf *sb, const clmad_variant *v, int j);
  * clmad__b<o> (codegen_body.c); the LOSS body around it (codegen_loss.c). */
 void clmad__emit_element(clmad_strbuf *sb, const clmad_variant *v);
 void clmad__emit_loss_body(clmad_strbuf *sb, const clmad_variant *v);
+
+/* Parts of the LOSS body that a lazy region's (loss_region, codegen_region.c)
+ * shares: one element's duals, term and gradients; the index at which
+ * stage i's operand j is read (an extra's broadcast offset, 0 for one
+ * value, else the element's); the cl/clmad_ad.clh function of a
+ * CLMAD_STAGE_* builtin. */
+void clmad__emit_loss_element(clmad_strbuf *sb, const clmad_variant *v);
+void clmad__emit_operand_index(clmad_strbuf *sb, const clmad_variant *v, int i, int j, int scalar);
+const char *clmad__stage_fn(int stage);
+void clmad__emit_region_body(clmad_strbuf *sb, const clmad_variant *v);
 
 /* The arguments of the user's function, clmad__a<j> for the inputs and,
  * with several outputs, clmad__b<o>, each after `input` or `output` (a

@@ -211,7 +211,7 @@ void clmad__emit_element(clmad_strbuf *sb, const clmad_variant *v)
     clmad__sb_append(sb, ");\n");
 }
 
-void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v)
+void clmad__emit_element_loop(clmad_strbuf *sb, const clmad_variant *v)
 {
     if (v->items > 1) {
         /* A loop over this work-item's elements that clang's loop vectoriser
@@ -236,6 +236,11 @@ void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v)
         clmad__sb_append(sb, "{\n    const ulong clmad__e = get_global_id(0);\n"
                              "    if (clmad__e >= clmad__n)\n        return;\n    {\n");
     }
+}
+
+void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v)
+{
+    clmad__emit_element_loop(sb, v);
     if (v->mode == CLMAD_MODE_STORED) {
         emit_gradients(sb, v);
         clmad__sb_append(sb, "    }\n}\n");

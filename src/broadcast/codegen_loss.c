@@ -14,12 +14,17 @@
 #include "broadcast/codegen.h"
 
 /* The stages' functions, as the builtins' sources call them (ops/builtins.h). */
-static const char *const STAGE_FN[] = {
+static const char *const STAGE_FN[CLMAD_STAGE_SQUARE + 1] = {
     [CLMAD_STAGE_ADD] = "ad_add",   [CLMAD_STAGE_SUB] = "ad_sub",         [CLMAD_STAGE_MUL] = "ad_mul",
     [CLMAD_STAGE_DIV] = "ad_div",   [CLMAD_STAGE_POW] = "ad_pow",         [CLMAD_STAGE_NEG] = "ad_neg",
     [CLMAD_STAGE_EXP] = "ad_exp",   [CLMAD_STAGE_LOG] = "ad_log",         [CLMAD_STAGE_TANH] = "ad_tanh",
     [CLMAD_STAGE_SIGMOID] = "ad_sigmoid", [CLMAD_STAGE_RELU] = "ad_relu", [CLMAD_STAGE_SQRT] = "ad_sqrt",
     [CLMAD_STAGE_SQUARE] = "ad_mul"};
+
+const char *clmad__stage_fn(int stage)
+{
+    return STAGE_FN[stage];
+}
 
 /* clmad_dot's term over `value` (the last stage's, or y) as clmad_dot_parts
  * forms it (the product rounded, then added), and the name of value's
@@ -42,7 +47,7 @@ static const char *emit_dot_term(clmad_strbuf *sb, const clmad_variant *v, const
 
 /* The index at which stage i's operand j is read: an extra's broadcast
  * offset (loss_extras), 0 for one value (`scalar`), else the element's. */
-static void emit_operand_index(clmad_strbuf *sb, const clmad_variant *v, int i, int j, int scalar)
+void clmad__emit_operand_index(clmad_strbuf *sb, const clmad_variant *v, int i, int j, int scalar)
 {
     for (int e = 0; e < v->loss_extras; e++)
         if (v->loss_extra_stage[e] == i && v->loss_extra_input[e] == j) {
@@ -64,7 +69,7 @@ static void emit_user_stage_dual(clmad_strbuf *sb, const clmad_variant *v, int i
             clmad__sb_printf(sb, "%sclmad__%s(clmad__v)", sep, how);
         else {
             clmad__sb_printf(sb, "%sclmad__%s(clmad__su%d_%d[", sep, how, i, j);
-            emit_operand_index(sb, v, i, j, (v->loss_stage_scalars[i] >> j) & 1u);
+            clmad__emit_operand_index(sb, v, i, j, (v->loss_stage_scalars[i] >> j) & 1u);
             clmad__sb_append(sb, "])");
         }
     }
@@ -95,7 +100,7 @@ static void emit_stage_dual(clmad_strbuf *sb, const clmad_variant *v, int i, int
             continue;
         }
         clmad__sb_printf(sb, "%sclmad__%s(clmad__w%d[", sep, wrt_w ? "seed0" : "const", i);
-        emit_operand_index(sb, v, i, side, v->loss_weight_scalar[i]);
+        clmad__emit_operand_index(sb, v, i, side, v->loss_weight_scalar[i]);
         clmad__sb_append(sb, "])");
     }
     clmad__sb_append(sb, ");\n");
@@ -161,7 +166,7 @@ static void emit_stages(clmad_strbuf *sb, const clmad_variant *v, const char *A)
 }
 
 /* One element: the duals, the term added to the sum, the gradients. */
-static void emit_loss_element(clmad_strbuf *sb, const clmad_variant *v)
+void clmad__emit_loss_element(clmad_strbuf *sb, const clmad_variant *v)
 {
     clmad__sb_append(sb, "    {\n");
     clmad__emit_element(sb, v);
@@ -205,7 +210,7 @@ static void emit_lanes_body(clmad_strbuf *sb, const clmad_variant *v)
                          "    clmad__term = 0;\n"
                          "    if (clmad__part < clmad__parts && clmad__e < clmad__n)\n",
                      P * L, P, P, P, L - 1, L, L);
-    emit_loss_element(sb, v);
+    clmad__emit_loss_element(sb, v);
     clmad__sb_printf(sb, "    clmad__t[get_local_id(0)] = clmad__term;\n"
                          "    barrier(CLK_LOCAL_MEM_FENCE);\n"
                          "    if (clmad__j == 0 && clmad__part < clmad__parts)\n"
@@ -233,7 +238,7 @@ static void emit_run(clmad_strbuf *sb, const clmad_variant *v)
                          "    for (ulong clmad__e = clmad__first; clmad__e < clmad__first + %dUL; clmad__e++) {\n"
                          "    real clmad__term;\n",
                      v->dtype == CLMAD_F64 ? 8 : 16, R);
-    emit_loss_element(sb, v);
+    clmad__emit_loss_element(sb, v);
     clmad__sb_printf(sb, "    clmad__terms[clmad__e - clmad__first] = clmad__term;\n    }\n"
                          "    for (uint clmad__g = 0; clmad__g < %du; clmad__g += 8u)\n"
                          "        for (uint clmad__l = 0; clmad__l < 8u; clmad__l++)\n"
@@ -265,7 +270,7 @@ static void emit_ranges_body(clmad_strbuf *sb, const clmad_variant *v)
     clmad_variant single = *v;
     single.row_runs = 0;
     clmad__sb_append(sb, "    const ulong clmad__e = clmad__q;\n");
-    emit_loss_element(sb, &single);
+    clmad__emit_loss_element(sb, &single);
     clmad__sb_append(sb, "    if (clmad__q < clmad__groups_end)\n"
                          "        clmad__acc[clmad__q & 7] += clmad__term;\n"
                          "    else\n        clmad__tail += clmad__term;\n"
@@ -289,7 +294,7 @@ static void emit_terms_body(clmad_strbuf *sb, const clmad_variant *v)
                          "    if (clmad__e >= clmad__n)\n        return;\n    real clmad__term;\n");
     clmad_variant single = *v;
     single.row_runs = 0;
-    emit_loss_element(sb, &single);
+    clmad__emit_loss_element(sb, &single);
     clmad__sb_append(sb, "    clmad__sums[clmad__e] = clmad__term;\n}\n");
 }
 
@@ -309,7 +314,7 @@ void clmad__emit_loss_body(clmad_strbuf *sb, const clmad_variant *v)
     if (!v->loss_ranges) {
         clmad__sb_append(sb, "    real clmad__acc = 0;\n"
                              "    for (ulong clmad__e = clmad__part; clmad__e < clmad__n; clmad__e += clmad__parts) {\n");
-        emit_loss_element(sb, v);
+        clmad__emit_loss_element(sb, v);
         clmad__sb_append(sb, "    clmad__acc += clmad__term;\n    }\n"
                              "    clmad__sums[clmad__part] = clmad__acc;\n}\n");
         return;

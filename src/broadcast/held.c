@@ -87,17 +87,12 @@ clmad_held *clmad__bcast_held_new(clmad_context *ctx, clmad_kernel *k, clmad_ten
 {
     if (!clmad__fusion_enabled(ctx) || k->n_outputs != 1 || plan->numel == 0)
         return NULL;
-    int n_active = 0, over_held = 0;
-    for (int j = 0; j < k->n_inputs; j++)
-        over_held |= inputs[j]->held != NULL;
+    int n_active = 0;
     for (int j = 0; j < k->n_inputs; j++) {
         if (inputs[j]->wrapped)
             return NULL;
         if (clmad__kernel_integer(k, j) || !clmad__needs_grad(ctx, inputs[j]))
             continue;
-        if (plan->access[j] != CLMAD_ACCESS_FULL && !over_held)
-            return NULL; /* (over a held one: a stage's w, a learnable row; never written by a
-                            loss kernel as its broadcast's: fused_loss.c) */
         for (int i = 0; i < j; i++)
             if (inputs[i] == inputs[j] && !inputs[j]->held)
                 return NULL; /* one tensor in two places: its gradient is a sum (a held one is
@@ -179,6 +174,12 @@ int clmad__bcast_user_stage(clmad_context *ctx, const clmad_kernel *k, clmad_ten
     return 1;
 }
 
+void clmad__bcast_region_written(clmad_tensor *z, clmad_tensor *v)
+{
+    take_buffer(z, v);
+    clmad__held_forget(z);
+}
+
 void clmad__loss_grads_release(clmad_loss_grads *g)
 {
     clmad__release_all(g->grad, g->n);
@@ -187,65 +188,6 @@ void clmad__loss_grads_release(clmad_loss_grads *g)
     clmad_tensor_release(g->y_values);
     g->y_values = NULL;
     g->n = 0;
-}
-
-/* The run of a loss kernel summing ranges: CLMAD_LOSS_RUN, or the
- * longest of its halves down to 16 that divides the rows of a strided
- * input (runs start at multiples of it, so they then stay in one row). */
-static int loss_run(const clmad_bcast_plan *plan)
-{
-    int run = CLMAD_LOSS_RUN;
-    while (plan->any_strided && run > 16 && plan->dims[plan->nd - 1] % (size_t)run)
-        run /= 2;
-    return plan->any_strided && plan->dims[plan->nd - 1] % (size_t)run ? CLMAD_LOSS_RUN : run;
-}
-
-/* The LOSS variant of k over plan for form; weights[s]: WEIGHT s's tensor. */
-static void loss_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, clmad_tensor *y,
-                         const clmad_loss_form *form, int ranges, clmad_variant *v, clmad_tensor **weights)
-{
-    clmad__bcast_variant(k, plan, y->dtype, CLMAD_MODE_LOSS, v);
-    v->loss_weighted = form->self_dot ? CLMAD_LOSS_DOT_SELF : form->w ? CLMAD_LOSS_DOT_W : 0;
-    v->loss_write_y = form->write_y;
-    v->loss_ranges = ranges;
-    v->loss_terms = ranges && y->ctx->loss_terms;
-    /* A range is visited in runs (codegen_loss.c) where the compiler
-     * vectorises a loop inside a work-item (items per work-item above 1:
-     * POCL), which is what they are for; elsewhere one by one. (rusticl
-     * takes terms: llvmpipe ends a work-item's loops after 65535
-     * iterations in all, and runs over h(g(y, w)) * w at 5 x 13107 lost
-     * the ends of their ranges; docs/design-notes.md.) */
-    if (ranges && !v->loss_terms && clmad__items_per_work_item(y->ctx) > 1)
-        clmad__bcast_variant_runs(v, plan, loss_run(plan));
-    v->loss_raw = form->raw;
-    v->loss_stages = form->n_stages;
-    weights[CLMAD_LOSS_DOT_WEIGHT] = form->w;
-    for (int s = 0; s < form->n_stages; s++) {
-        const clmad_kernel *g = form->stage_kernel[s];
-        for (int j = 0; g && j < g->n_inputs; j++)
-            if (form->stage_inputs[s][j]->ndim == 0 && j != form->stage_y[s])
-                v->loss_stage_scalars[s] |= (uint64_t)1 << j;
-        if (g) {
-            v->loss_stage_kernel[s] = g->id;
-            v->loss_stage_inputs[s] = (unsigned char)g->n_inputs;
-            v->loss_stage_source[s] = g->source;
-            v->loss_stage_fn[s] = g->fn_name;
-        }
-        v->loss_stage[s] = (char)form->stage[s];
-        v->loss_stage_y[s] = (char)form->stage_y[s];
-        v->loss_weight_scalar[s] = form->stage_w[s] && form->stage_w[s]->ndim == 0;
-        v->loss_stage_wgrad[s] = (char)form->stage_wgrad[s];
-        if (form->stage_w[s])
-            weights[s] = form->stage_w[s];
-    }
-    v->loss_stage_raw = form->stage_raw;
-    for (int u = 0; u < form->n_user_grads; u++) {
-        v->loss_user_grad_stage[u] = (unsigned char)form->user_grad_stage[u];
-        v->loss_user_grad_input[u] = (unsigned char)form->user_grad_input[u];
-        v->loss_user_grad_raw[u] = (unsigned char)form->user_grad_raw[u];
-    }
-    v->loss_user_grads = form->n_user_grads;
-    v->loss_adj = form->adj != 1.0;
 }
 
 /* New tensors of y's shape for what the form asks the kernel to write
@@ -281,16 +223,17 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const 
     broadcast_node(ctx, y, &mask);
     clmad_variant v;
     clmad_tensor *weights[CLMAD_MAX_LOSS_STAGES + 1] = {0};
-    loss_variant(k, &plan, y, form, ranges, &v, weights);
-    v.loss_lanes = ranges ? 1 : clmad__loss_lanes_for(ctx, parts);
+    clmad__loss_variant(k, &plan, y, form, ranges, &v, weights);
+    v.loss_lanes = ranges || form->region ? 1 : clmad__loss_lanes_for(ctx, parts);
     clmad__loss_variant_extras(&v, &plan, &extras);
     clmad__scope_pause(ctx); /* the gradients are clmad's until backward hands them on */
     st = extra_outputs(ctx, y, form, g);
-    for (int j = 0; j < k->n_inputs && st == CLMAD_OK; j++) {
+    for (int j = 0; j < k->n_inputs && st == CLMAD_OK && form->region != CLMAD_REGION_VALUES; j++) {
         if (!((mask >> j) & 1u))
             continue;
         clmad_tensor *x = h->inputs[j];
-        st = clmad_tensor_create(ctx, x->dtype, x->ndim, x->shape, NULL, &g->grad[g->n]);
+        const clmad_tensor *of = clmad__same_shape(x, y) ? x : y; /* a region's row: summed by ops/region.c */
+        st = clmad_tensor_create(ctx, x->dtype, of->ndim, of->shape, NULL, &g->grad[g->n]);
         if (st == CLMAD_OK) {
             v.slot[j] = (signed char)g->n;
             g->input[g->n++] = j;
@@ -326,6 +269,8 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const 
         clmad__loss_grads_release(g);
         return st;
     }
+    if (form->region)
+        return CLMAD_OK; /* a region's forward leaves y as it was; its backward ends it */
     h->read_by_loss = 1;
     for (int s = 0; s < form->n_stages; s++)
         ((bcast_held *)form->z[s]->held)->read_by_loss = 1;

@@ -12,11 +12,12 @@
 /* The held forward of k over inputs (retained) when fusion may hold it: it
  * is on, k has one output of at least one element, the inputs that need a
  * gradient (1 to the chunk cap of them) are distinct (but for held ones:
- * clmad_mul(z, z) over a held z, a loss's stage) and read at the element
- * index (but over a held input: a stage's learnable row), and no input is
- * a wrapped buffer (the caller could write
- * it behind clmad's back). Else NULL: run it now. Hand it to clmad__hold
- * with the output, after recording the node as held. */
+ * clmad_mul(z, z) over a held z, a loss's stage), and no input is a
+ * wrapped buffer (the caller could write it behind clmad's back). Those
+ * read at a broadcast offset (a learnable bias row) keep it from being a
+ * loss kernel's own broadcast, not a region's (fused_loss.h). Else NULL:
+ * run it now. Hand it to clmad__hold with the output, after recording the
+ * node as held. */
 clmad_held *clmad__bcast_held_new(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
                                   const clmad_bcast_plan *plan);
 
@@ -30,6 +31,11 @@ typedef struct clmad_loss_grads {
     clmad_tensor *user_grad[CLMAD_MAX_USER_GRADS];   /* the user stages' inputs' (form's order) */
     clmad_tensor *y_values;               /* or NULL */
 } clmad_loss_grads;
+
+/* z, a held broadcast, gets the values a region's forward wrote into v
+ * (of z's shape and dtype; v gets z's buffer), and its held work is
+ * dropped unrun. */
+void clmad__bcast_region_written(clmad_tensor *z, clmad_tensor *v);
 
 /* Releases every tensor of g and empties it. */
 void clmad__loss_grads_release(clmad_loss_grads *g);
@@ -85,6 +91,11 @@ typedef struct clmad_loss_form {
     int stage_wgrad[CLMAD_MAX_LOSS_STAGES]; /* w_i needs a gradient: 1, or 2 for the last
                                               stage's partial taken whole (STORE) */
     int write_y;           /* clmad_dot's w needs a gradient: y's values, kept */
+    /* A lazy region's kernel instead of a loss's (ops/region.c): nothing
+     * summed. CLMAD_REGION_VALUES (with write_y, no w): the last stage's
+     * value alone into y_values; CLMAD_REGION_GRADS: the gradients for the
+     * adjoint w of the last stage's value. */
+    int region;
 } clmad_loss_form;
 
 /* Runs the loss kernel over held y (clmad__bcast_loss_fusible): sums gets
@@ -92,7 +103,9 @@ typedef struct clmad_loss_form {
  * clmad_sum (clmad_dot) makes, ranges as runtime/reduce.c chooses; g the
  * gradients of y's node's inputs for the form's adjoint, formed as
  * backward forms them (the partials themselves when raw), with the stages'
- * w gradients and y's values the form asks for. y (and z) stay held. */
+ * w gradients and y's values the form asks for. y (and z) stay held. For
+ * a region's kernel (form->region) sums, parts and ranges are unused, and
+ * the region's values get no gradients. */
 clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const clmad_loss_form *form,
                                      clmad_tensor *sums, size_t parts, int ranges, clmad_loss_grads *g);
 

@@ -80,7 +80,7 @@ static uint64_t launch_bytes(const clmad_variant *v, const clmad_bcast_plan *pla
     if (v->mode == CLMAD_MODE_LOSS) {
         arrays += (uint64_t)v->K + (v->loss_weighted == CLMAD_LOSS_DOT_W ? 1 : 0) + (v->loss_write_y ? 1 : 0) +
                   (uint64_t)v->loss_user_grads + (v->loss_terms ? 1 : 0);
-        small += v->loss_terms ? 0 : a->parts;
+        small += v->loss_terms || v->loss_region ? 0 : a->parts;
         for (int s = 0; s < v->loss_stages; s++)
             if (v->loss_stage[s] < CLMAD_STAGE_NEG) { /* w_i by its own size: y's, a row, one value */
                 arrays += v->loss_stage_wgrad[s] ? 1 : 0;
@@ -195,7 +195,7 @@ clmad_status clmad__bcast_launch(clmad_kernel *k, const clmad_variant *v, const 
                                      (size_t)CLMAD_LOSS_GROUP_PARTS * (size_t)v->loss_lanes,
                                      launch_bytes(v, plan, a));
     size_t items = (size_t)v->items;
-    size_t work_items = v->mode != CLMAD_MODE_LOSS ? (plan->numel + items - 1) / items
+    size_t work_items = v->mode != CLMAD_MODE_LOSS || v->loss_region ? (plan->numel + items - 1) / items
                         : v->loss_terms              ? plan->numel
                                                      : a->parts;
     return clmad__enqueue_1d(ctx, kern, work_items, launch_bytes(v, plan, a));

@@ -34,4 +34,10 @@ clmad_status clmad__loss_plan(clmad_context *ctx, const clmad_kernel *k, clmad_t
 /* The extras' part of a loss kernel's variant v over that plan. */
 void clmad__loss_variant_extras(clmad_variant *v, const clmad_bcast_plan *plan, const clmad_loss_extras *x);
 
+/* The LOSS variant of k over plan (the loss's: clmad__loss_plan) for form
+ * over y, summing by ranges or interleaved (ranges), or a lazy region's
+ * kernel (form->region); weights[s] gets WEIGHT s's tensor. */
+void clmad__loss_variant(const clmad_kernel *k, const clmad_bcast_plan *plan, clmad_tensor *y,
+                         const clmad_loss_form *form, int ranges, clmad_variant *v, clmad_tensor **weights);
+
 #endif

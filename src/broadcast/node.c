@@ -24,6 +24,7 @@
  * shapes again, which cannot change). */
 typedef struct bcast_data {
     clmad_kernel *k;            /* retained */
+    const clmad_bcast_region *region; /* its backward first, once, or NULL */
     uint64_t active;            /* bit j: input j needs a gradient */
     int stored;                 /* the partials are there (a held forward stores them
                                    when it runs: held.c) */
@@ -215,6 +216,14 @@ static clmad_status chunked_backward(clmad_context *ctx, clmad_node *node, bcast
 static clmad_status bcast_backward(clmad_context *ctx, clmad_node *node)
 {
     bcast_data *d = node->data;
+    if (d->region) { /* once: a retained tape's next backward is eager's */
+        const clmad_bcast_region *r = d->region;
+        int done = 0;
+        d->region = NULL;
+        clmad_status st = r->backward(ctx, node, &done);
+        if (st != CLMAD_OK || done)
+            return st;
+    }
     clmad_bcast_plan plan;
     clmad_status st = clmad__plan_broadcast(ctx, node->name, node->inputs, node->n_inputs, &plan);
     if (st != CLMAD_OK || plan.numel == 0)
@@ -235,27 +244,6 @@ static clmad_status bcast_backward(clmad_context *ctx, clmad_node *node)
     return st == CLMAD_OK && rest ? chunked_backward(ctx, node, d, &plan, handed) : st;
 }
 
-static int choose_store(const clmad_context *ctx, const clmad_bcast_plan *plan, int n_active,
-                        int n_outputs, clmad_dtype dtype)
-{
-    switch (ctx->tape.policy) {
-    case CLMAD_PARTIALS_STORE: return 1;
-    case CLMAD_PARTIALS_RECOMPUTE: return 0;
-    default: {
-        /* GPUs are bound by memory traffic, which storing the partials
-         * adds to (written forward, read backward), while recomputing them
-         * costs arithmetic that GPUs have to spare; CPUs are bound by the
-         * arithmetic (the transcendental functions), which RECOMPUTE does
-         * twice. bench_hmlstm, 2048 x 2048: RECOMPUTE 0.91x the time of
-         * STORE on an H100, 1.46x on POCL. */
-        if (ctx->info.type == CLMAD_DEVICE_GPU)
-            return 0;
-        double bytes = (double)plan->numel * n_active * n_outputs * (double)clmad_dtype_size(dtype);
-        return bytes <= (double)ctx->info.global_mem_bytes / 4;
-    }
-    }
-}
-
 const clmad_op clmad__op_broadcast = {.name = "clmad_broadcast", .backward = bcast_backward,
                                       .free_data = bcast_free, .kind = CLMAD_OP_ELEMENTWISE};
 
@@ -269,7 +257,7 @@ clmad_status clmad__bcast_record(clmad_context *ctx, clmad_kernel *k, clmad_tens
         mask |= (uint64_t)active[j] << j;
     }
     clmad_dtype dtype = clmad__bcast_dtype(k, inputs);
-    int store = choose_store(ctx, plan, n_active, k->n_outputs, dtype);
+    int store = clmad__bcast_choose_store(ctx, plan, n_active, k->n_outputs, dtype);
     int n_partials = store ? k->n_outputs * k->n_inputs : 0;
     bcast_data *d = calloc(1, sizeof *d + (size_t)n_partials * sizeof d->partials[0]);
     if (!d)
@@ -346,4 +334,9 @@ int clmad__bcast_node(const clmad_node *node, clmad_kernel **k, uint64_t *active
     *k = d->k;
     *active = d->active;
     return 1;
+}
+
+void clmad__bcast_node_set_region(clmad_node *node, const clmad_bcast_region *region)
+{
+    ((bcast_data *)node->data)->region = region;
 }

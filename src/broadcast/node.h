@@ -28,6 +28,22 @@ void clmad__bcast_node_store(clmad_context *ctx, clmad_node *node, clmad_tensor 
  * reads at the element index and no other active input is the same tensor. */
 int clmad__bcast_direct_input(const clmad_node *node, const clmad_bcast_plan *plan, int j);
 
+/* 1 if a node for plan with n_active inputs that need a gradient keeps
+ * its partials (STORE) under ctx's policy, else 0 (RECOMPUTE). */
+int clmad__bcast_choose_store(const clmad_context *ctx, const clmad_bcast_plan *plan, int n_active, int n_outputs,
+                              clmad_dtype dtype);
+
+/* A lazy region's backward (ops/region.c), kept by the node of its last
+ * stage and tried first, once: *done set when it formed every gradient
+ * the node's backward would have formed and those of the chain below it;
+ * else the node's own backward runs. */
+typedef struct clmad_bcast_region {
+    clmad_status (*backward)(clmad_context *ctx, clmad_node *node, int *done);
+} clmad_bcast_region;
+
+/* node (a broadcast's) tries region's backward first from now on. */
+void clmad__bcast_node_set_region(clmad_node *node, const clmad_bcast_region *region);
+
 /* 1 if node is a broadcast's: then *k is its kernel (not retained) and
  * *active has bit j set when input j needed a gradient (clmad_hvp). */
 int clmad__bcast_node(const clmad_node *node, clmad_kernel **k, uint64_t *active);

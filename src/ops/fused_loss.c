@@ -93,13 +93,14 @@ static clmad_status loss_value(clmad_context *ctx, clmad_tensor *y, const clmad_
  * it) over a held broadcast a loss may fuse, *below, at operand *pos, the
  * other operand (*w) of its shape, or broadcast to it when it needs no gradient
  * (none for a square: clmad_mul(below, below)). */
-static int stage_under(clmad_context *ctx, clmad_tensor *z, int *stage, int *pos, clmad_tensor **below,
-                    clmad_tensor **w, clmad_kernel **user, clmad_tensor *const **user_inputs)
+static int stage_under(clmad_context *ctx, clmad_tensor *z, const clmad_stage_call *call, int *stage, int *pos,
+                       clmad_tensor **below, clmad_tensor **w, clmad_kernel **user,
+                       clmad_tensor *const **user_inputs)
 {
-    clmad_kernel *k;
-    clmad_tensor *const *in;
+    clmad_kernel *k = call ? call->k : NULL;
+    clmad_tensor *const *in = call ? call->inputs : NULL;
     *user = NULL;
-    if (!clmad__bcast_held_call(z, &k, &in) || !clmad__bcast_loss_fusible(ctx, z, NULL, 0))
+    if (!call && (!clmad__bcast_held_call(z, &k, &in) || !clmad__bcast_loss_fusible(ctx, z, NULL, 0)))
         return 0;
     *stage = clmad__builtin_stage(ctx, k);
     if (!*stage && clmad__bcast_user_stage(ctx, k, in, pos)) {
@@ -135,30 +136,33 @@ static int distinct_kernels(clmad_kernel *const *users, int n)
     return 1;
 }
 
-/* *form for a loss over z, when z is the last of a chain of held stages
- * (at most CLMAD_MAX_LOSS_STAGES) over a held broadcast *y. */
-static int stage_form(clmad_context *ctx, clmad_tensor *z, double scale, clmad_loss_form *form, clmad_tensor **y)
+int clmad__stage_chain(clmad_context *ctx, clmad_tensor *z, const clmad_stage_call *top, double scale,
+                       clmad_loss_form *form, clmad_tensor **y)
 {
     int n = 0, stage[CLMAD_MAX_LOSS_STAGES], pos[CLMAD_MAX_LOSS_STAGES];
     clmad_tensor *cur = z, *below, *w[CLMAD_MAX_LOSS_STAGES], *zs[CLMAD_MAX_LOSS_STAGES];
     clmad_kernel *user[CLMAD_MAX_LOSS_STAGES];
     clmad_tensor *const *user_inputs[CLMAD_MAX_LOSS_STAGES] = {0};
     while (n < CLMAD_MAX_LOSS_STAGES &&
-           stage_under(ctx, cur, &stage[n], &pos[n], &below, &w[n], &user[n], &user_inputs[n]) &&
+           stage_under(ctx, cur, n ? NULL : top, &stage[n], &pos[n], &below, &w[n], &user[n], &user_inputs[n]) &&
            distinct_kernels(user, n + 1)) {
         zs[n++] = cur;
         cur = below;
     }
     clmad_kernel *base;
     clmad_tensor *const *in;
+    if (!cur)
+        return 0; /* top's call is no stage */
     for (int i = 0; clmad__bcast_held_call(cur, &base, &in) && i < n; i++)
         if (user[i] == base) { /* its source is the broadcast's: the chain starts above it */
             cur = zs[i];
             n = i;
         }
     /* nor a broadcast whose targets the kernel may not write (a learnable row's) */
-    while (n > 0 && !clmad__fused_distinct_targets(ctx, cur))
+    while (n > 0 && !clmad__fused_distinct_targets(ctx, cur, form->region != 0))
         cur = zs[--n];
+    if (!cur)
+        return 0; /* top's own call is the chain's start: no stage */
     form->n_stages = n;
     for (int i = 0; i < n; i++) { /* found from the loss down, applied from y up */
         form->stage[i] = stage[n - 1 - i], form->stage_y[i] = pos[n - 1 - i];
@@ -198,8 +202,8 @@ clmad_status clmad__fused_loss(clmad_context *ctx, clmad_tensor *y, clmad_tensor
     clmad_tensor *over = y; /* the held broadcast the kernel evaluates */
     /* y may be the last of a chain of stages, clmad_dot's w on it as on a plain y */
     const int fits = clmad__bcast_loss_fusible(ctx, y, form.w, CLMAD_LOSS_W_GRAD);
-    int staged = fits && stage_form(ctx, y, scale, &form, &over);
-    clmad_fused_loss *f = fits && clmad__fused_distinct_targets(ctx, over) ? calloc(1, sizeof *f) : NULL;
+    int staged = fits && clmad__stage_chain(ctx, y, NULL, scale, &form, &over);
+    clmad_fused_loss *f = fits && clmad__fused_distinct_targets(ctx, over, 0) ? calloc(1, sizeof *f) : NULL;
     if (!f) { /* eager: it reads y and w alone */
         clmad_tensor *operands[2] = {y, w};
         return clmad__inputs_ready(ctx, operands, 2);
@@ -269,10 +273,7 @@ static int grads_usable(clmad_context *ctx, clmad_node *node, clmad_tensor *z, c
     return 1;
 }
 
-/* Hands g (y's shape; owned) to input j of node: summed first to the
- * input's shape where it has another (a row, a column, 0-d), as the node
- * sums the temporary it writes for such an input (node.c). */
-static clmad_status hand_to_input(clmad_context *ctx, clmad_node *node, int j, clmad_tensor *g)
+clmad_status clmad__hand_to_input(clmad_context *ctx, clmad_node *node, int j, clmad_tensor *g)
 {
     clmad_tensor *x = node->inputs[j];
     if (!clmad__same_shape(g, x)) {
@@ -294,11 +295,11 @@ static clmad_status give_w_gradients(clmad_context *ctx, clmad_node *node, int y
     clmad_status st = CLMAD_OK;
     for (int i = f->n_stages - 1; i >= 0 && st == CLMAD_OK; i--) {
         if (f->g.stage_grad[i])
-            st = hand_to_input(ctx, stages[i], 1 - f->stage_y[i], f->g.stage_grad[i]);
+            st = clmad__hand_to_input(ctx, stages[i], 1 - f->stage_y[i], f->g.stage_grad[i]);
         f->g.stage_grad[i] = NULL;
         for (int u = 0; u < f->n_user_grads && st == CLMAD_OK; u++)
             if (f->user_grad_stage[u] == i && f->g.user_grad[u]) {
-                st = hand_to_input(ctx, stages[i], f->user_grad_input[u], f->g.user_grad[u]);
+                st = clmad__hand_to_input(ctx, stages[i], f->user_grad_input[u], f->g.user_grad[u]);
                 f->g.user_grad[u] = NULL;
             }
     }

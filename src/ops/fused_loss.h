@@ -32,6 +32,28 @@ clmad_status clmad__fused_loss_backward(clmad_context *ctx, clmad_node *node, in
 
 void clmad__fused_loss_free(clmad_fused_loss *fused);
 
+/* A stage's call when z is no longer held (a region's last stage, written):
+ * its node's kernel and inputs. */
+typedef struct clmad_stage_call {
+    clmad_kernel *k;
+    clmad_tensor *const *inputs;
+} clmad_stage_call;
+
+/* The chain of a loss (times scale) over z into *form (its w, self_dot
+ * and adj set by the caller): 1 if z is the last of a chain of held stages
+ * (at most CLMAD_MAX_LOSS_STAGES) over a held broadcast *y, with the
+ * stages, their operands and the user stages' gradients filled in. z's
+ * own call is top's when given (z then need not be held nor be a tensor:
+ * z is read only for a loss without w, scale 1). Else 0 and *form holds
+ * w, self_dot and adj alone. */
+int clmad__stage_chain(clmad_context *ctx, clmad_tensor *z, const clmad_stage_call *top, double scale,
+                       clmad_loss_form *form, clmad_tensor **y);
+
+/* Hands g (y's shape; owned) to input j of node: summed first to the
+ * input's shape where it has another (a row, a column, 0-d), as the node
+ * sums the temporary it writes for such an input (node.c). */
+clmad_status clmad__hand_to_input(clmad_context *ctx, clmad_node *node, int j, clmad_tensor *g);
+
 /* The user stages' other inputs that need a gradient into the form, for a
  * loss over z whose chain starts at the held broadcast y (as node.c's
  * take_partial, the last stage's takes its partial whole into an empty
@@ -42,11 +64,11 @@ void clmad__fused_loss_free(clmad_fused_loss *fused);
 int clmad__fused_user_grads(clmad_context *ctx, clmad_loss_form *form, const clmad_tensor *z, clmad_tensor *y);
 
 /* 1 if the inputs of y's broadcast that need a gradient, which the loss
- * kernel writes at the element index, have y's shape and are distinct. A
- * held broadcast over a held input may have others (held.c holds a
- * stage's learnable row, and clmad_mul(z, z)) where no chain of stages
- * took it. */
-int clmad__fused_distinct_targets(clmad_context *ctx, clmad_tensor *y);
+ * kernel writes at the element index, are distinct and have y's shape
+ * (or any, any_shape: a region's kernel writes those of other shapes at
+ * y's, and backward sums them). A held broadcast may have others (a
+ * learnable bias row, clmad_mul(z, z) over a held z). */
+int clmad__fused_distinct_targets(clmad_context *ctx, clmad_tensor *y, int any_shape);
 
 /* 1 if nothing but the chain from the loss node down through the stages'
  * nodes (stages[0] the lowest) to the broadcast's node `head` reads the

@@ -57,7 +57,7 @@ int clmad__fused_user_grads(clmad_context *ctx, clmad_loss_form *form, const clm
                 return 0;
             form->user_grad_stage[n] = i, form->user_grad_input[n] = j;
             const int last = i == form->n_stages - 1;
-            clmad_tensor **slot = last ? clmad__adjoint_slot(ctx, z->node, j) : NULL;
+            clmad_tensor **slot = last && form->stage_raw ? clmad__adjoint_slot(ctx, z->node, j) : NULL;
             form->user_grad_raw[n] = last && form->stage_raw && slot && !*slot && clmad__same_shape(x, z);
             n++;
             seen[n_seen++] = x;
@@ -71,7 +71,7 @@ int clmad__fused_user_grads(clmad_context *ctx, clmad_loss_form *form, const clm
     return 1;
 }
 
-int clmad__fused_distinct_targets(clmad_context *ctx, clmad_tensor *y)
+int clmad__fused_distinct_targets(clmad_context *ctx, clmad_tensor *y, int any_shape)
 {
     clmad_kernel *k;
     clmad_tensor *const *in;
@@ -79,7 +79,7 @@ int clmad__fused_distinct_targets(clmad_context *ctx, clmad_tensor *y)
         return 0;
     for (int j = 0; j < k->n_inputs; j++) {
         const int grad = !clmad__kernel_integer(k, j) && clmad__needs_grad(ctx, in[j]);
-        if (grad && !clmad__same_shape(in[j], y))
+        if (grad && !any_shape && !clmad__same_shape(in[j], y))
             return 0;
         for (int i = 0; i < j && grad; i++)
             if (in[i] == in[j])

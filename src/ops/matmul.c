@@ -2,13 +2,17 @@
 /* clmad_matmul: C = op(A) op(B) through CLBlast; its adjoint is product.c's.
  * Other ranks go to matmul_nd.c; two 2-d operands stay on this path. */
 #include "ops/ops.h"
+#include "ops/region.h"
 #include "runtime/context_guard.h"
 
 clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a,
                           int trans_b, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_matmul");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_matmul");
     clmad_status st = clmad__check_operands(ctx, "clmad_matmul", a, b, out);
+    clmad_tensor *operands[2] = {a, b};
+    if (st == CLMAD_OK) /* it reads a and b alone: a chain of held calls may end here (a region) */
+        st = clmad__region_inputs_ready(ctx, operands, 2);
     if (st != CLMAD_OK)
         return st;
     if (a->ndim != 2 || b->ndim != 2) /* batches and vectors: NumPy's rules */

@@ -46,6 +46,7 @@ static const abi_field fields[] = {
     STATS(live_tensor_bytes) STATS(pool_bytes) STATS(pool_hits) STATS(pool_misses) STATS(tape_nodes)
     STATS(tape_saved_bytes) STATS(kernels_launched) STATS(bytes_moved) STATS(disk_cache_write_failures)
     STATS(disk_cache_problem) STATS(programs_live) STATS(fused_losses) STATS(fusion_fallbacks)
+    STATS(fused_regions)
 
     OPTIMIZER(kind) OPTIMIZER(lr) OPTIMIZER(momentum) OPTIMIZER(nesterov) OPTIMIZER(beta1) OPTIMIZER(beta2)
     OPTIMIZER(eps) OPTIMIZER(weight_decay)

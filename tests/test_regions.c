@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Lazy regions (docs/fusion.md, ops/region.c): a chain of held elementwise
+ * calls, y = f(a, b, c) and stages over it, read by clmad_matmul after the
+ * program released y and the values between, runs as one kernel that
+ * writes only the chain's last value z; backward forms the chain's
+ * gradients in one kernel from z's adjoint. Every result must be bitwise
+ * that of fusion off (a NaN equals any NaN; within TEST_PROGRAM_ULPS where
+ * the device rounds a function apart in two programs, as in test_fusion).
+ * Each case runs the program on two contexts, fusion on and off:
+ *   z = chain(f(a, b, c)), m = z W (and, Z_TWICE, m + z V), loss = sum(m),
+ * then reads m, z, the loss and the gradients of a, b, W and of the
+ * stages' operands that need one. The chains: a unary builtin, a product
+ * with a learnable w, a learnable bias row, a user kernel with a learnable
+ * input and a builtin after it, a square, a scalar add then a product.
+ * The broadcast y is a user kernel f(a, b, c), or a + b_row with a
+ * learnable bias row (test bias_row_in_the_broadcast).
+ * The hazards: none (the region's kernels run, fused_regions counts it, no
+ * fallback), y kept by the program (no region), a flush between forward and
+ * backward (the region's forward ran, its backward falls back: y and the
+ * values between are written then), a retained tape run backward twice
+ * (the second is eager's), z read by two products (its adjoint a sum),
+ * the step in a scope (y released in it: only the scope's reference is
+ * left, which does not keep the chain from being a region).
+ * Both partials policies, f32 and f64, sizes 1x7 to 257x256, special
+ * values (+-0, +-inf, NaN, subnormals) among a's.
+ */
+#include <criterion/criterion.h>
+
+#include "support.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Branches and a data-dependent loop, as user kernels have them. */
+static const char *SOURCE_F = "T f(T a, T b, T c)\n"
+                              "{\n"
+                              "    T s = ad_mul(a, b);\n"
+                              "    if (ad_val(c) < 0) return ad_add(ad_exp(ad_neg(ad_mul(s, s))), a);\n"
+                              "    for (int i = 0; i < 2 && ad_val(s) < 3; i++) s = ad_add(ad_mul(s, ad_cos(b)), a);\n"
+                              "    return s;\n"
+                              "}\n";
+static const char *SOURCE_G = "T g(T y, T u)\n"
+                              "{\n"
+                              "    if (ad_val(u) > 0) return ad_mul(ad_tanh(y), u);\n"
+                              "    return ad_sub(y, ad_mul(y, ad_exp(u)));\n"
+                              "}\n";
+
+enum chain { EXP, MUL_W, ADD_ROW, USER_TANH, SQUARE, ADD_SCALAR_MUL, N_CHAINS };
+static const char *CHAINS[] = {"exp(y)", "y * w", "y + b_row", "tanh(g(y, w))", "y * y", "(y + 0.5) * w"};
+enum hazard { NONE, KEEP_Y, FLUSH, RETAIN, Z_TWICE, SCOPE, N_HAZARDS };
+static const char *HAZARDS[] = {"none", "y kept", "flush before backward", "retained tape, twice", "z read twice",
+                                "in a scope"};
+
+/* y = f(a, b, c), or y = a + b_row (a learnable bias row in the broadcast) */
+enum base { BASE_F, BASE_BIAS_ROW };
+
+typedef struct program {
+    clmad_dtype dtype;
+    size_t rows, cols;
+    int chain, hazard;
+    clmad_partials_policy policy;
+    int base;
+} program;
+
+typedef test_results results;
+
+/* Element e of input `which`: ordinary values, a's with special ones among them. */
+static double value(size_t e, int which)
+{
+    static const double special[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1e-40, -1e-310, 0.75};
+    if (which == 0 && e % 97 == 5)
+        return special[(e / 97) % 8];
+    return sin(0.37 * (double)e + 1.3 * which) * (1.5 + which);
+}
+
+static double value_of(size_t e, void *which)
+{
+    return value(e, *(int *)which);
+}
+
+static clmad_tensor *tensor(clmad_context *ctx, const program *p, int ndim, const size_t *shape, int which,
+                            int grad)
+{
+    clmad_tensor *t = test_tensor_of(ctx, p->dtype, ndim, shape, value_of, &which);
+    if (grad)
+        CHECK_OK(ctx, clmad_tensor_set_requires_grad(t, 1));
+    return t;
+}
+
+/* The chain's operand that needs a gradient, or NULL: made before y
+ * (making a tensor from host values runs the held work). */
+static clmad_tensor *operand(clmad_context *ctx, const program *p)
+{
+    size_t shape[2] = {p->rows, p->cols}, row[1] = {p->cols};
+    switch (p->chain) {
+    case MUL_W:
+    case USER_TANH:
+    case ADD_SCALAR_MUL: return tensor(ctx, p, 2, shape, 4 + p->chain, 1);
+    case ADD_ROW: return tensor(ctx, p, 1, row, 5, 1);
+    default: return NULL;
+    }
+}
+
+/* z = the chain over y, with w its operand; the values between are
+ * released at once (the tape keeps them). */
+static clmad_tensor *chain(clmad_context *ctx, const program *p, clmad_kernel *g, clmad_tensor *y, clmad_tensor *w)
+{
+    clmad_tensor *z = NULL, *t = NULL;
+    switch (p->chain) {
+    case EXP: CHECK_OK(ctx, clmad_exp(ctx, y, &z)); break;
+    case MUL_W: CHECK_OK(ctx, clmad_mul(ctx, y, w, &z)); break;
+    case ADD_ROW: CHECK_OK(ctx, clmad_add(ctx, y, w, &z)); break;
+    case USER_TANH: {
+        clmad_tensor *in[2] = {y, w};
+        CHECK_OK(ctx, clmad_broadcast(ctx, g, in, &t));
+        CHECK_OK(ctx, clmad_tanh(ctx, t, &z));
+        break;
+    }
+    case SQUARE: CHECK_OK(ctx, clmad_mul(ctx, y, y, &z)); break;
+    default:
+        CHECK_OK(ctx, clmad_add_scalar(ctx, y, 0.5, &t));
+        CHECK_OK(ctx, clmad_mul(ctx, t, w, &z));
+        break;
+    }
+    clmad_tensor_release(t);
+    return z;
+}
+
+static void run(int fuse, const program *p, results *r)
+{
+    clmad_options opt = {0};
+    opt.disable_fusion = !fuse;
+    clmad_context *ctx = test_context_with(&opt);
+    CHECK_OK(ctx, clmad_set_partials_policy(ctx, p->policy));
+    if (p->hazard == RETAIN)
+        CHECK_OK(ctx, clmad_set_retain_tape(ctx, 1));
+    clmad_kernel *f = NULL, *g = NULL;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, SOURCE_F, "f", 3, 1, &f));
+    CHECK_OK(ctx, clmad_kernel_create(ctx, SOURCE_G, "g", 2, 1, &g));
+    size_t shape[2] = {p->rows, p->cols}, wshape[2] = {p->cols, 3}, vshape[2] = {p->rows, p->rows};
+    clmad_tensor *a = tensor(ctx, p, 2, shape, 0, 1), *b = tensor(ctx, p, 2, shape, 1, 1);
+    clmad_tensor *c = tensor(ctx, p, 2, shape, 2, 0), *W = tensor(ctx, p, 2, wshape, 3, 1);
+    clmad_tensor *V = tensor(ctx, p, 2, vshape, 8, 0), *other = tensor(ctx, p, 2, shape, 9, 0);
+    size_t row[1] = {p->cols};
+    clmad_tensor *bias = p->base == BASE_BIAS_ROW ? tensor(ctx, p, 1, row, 10, 1) : NULL;
+    clmad_tensor *in[3] = {a, b, c}, *y = NULL, *w = operand(ctx, p), *m = NULL, *loss = NULL;
+    if (p->hazard == SCOPE) /* y and the values between released in it: the scope's reference waits */
+        CHECK_OK(ctx, clmad_scope_begin(ctx));
+    if (bias)
+        CHECK_OK(ctx, clmad_add(ctx, a, bias, &y));
+    else
+        CHECK_OK(ctx, clmad_broadcast(ctx, f, in, &y));
+    clmad_tensor *z = chain(ctx, p, g, y, w);
+    if (p->hazard != KEEP_Y) {
+        clmad_tensor_release(y);
+        y = NULL;
+    }
+    CHECK_OK(ctx, clmad_matmul(ctx, z, W, 0, 0, &m));
+    if (p->hazard == Z_TWICE) { /* m + V z (rows x 3): z's adjoint is a sum of two */
+        clmad_tensor *vz = NULL, *vzw = NULL, *sum = NULL;
+        CHECK_OK(ctx, clmad_matmul(ctx, V, z, 0, 0, &vz));
+        CHECK_OK(ctx, clmad_matmul(ctx, vz, W, 0, 0, &vzw));
+        CHECK_OK(ctx, clmad_add(ctx, m, vzw, &sum));
+        clmad_tensor_release(vz);
+        clmad_tensor_release(vzw);
+        clmad_tensor_release(m);
+        m = sum;
+    }
+    if (p->hazard == FLUSH) /* a call that runs every held tensor's work */
+        CHECK_OK(ctx, clmad_tensor_axpby(other, 1.0, c, 0.5));
+    CHECK_OK(ctx, clmad_sum(ctx, m, 0, NULL, 0, &loss));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    if (p->hazard == RETAIN)
+        CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    test_keep(ctx, r, m);
+    test_keep(ctx, r, z);
+    test_keep(ctx, r, loss);
+    test_keep_grad(ctx, r, a);
+    test_keep_grad(ctx, r, bias ? bias : b);
+    test_keep_grad(ctx, r, W);
+    if (w)
+        test_keep_grad(ctx, r, w);
+    if (y)
+        test_keep(ctx, r, y);
+    CHECK_OK(ctx, clmad_context_stats(ctx, &r->stats));
+    if (p->hazard == SCOPE) {
+        CHECK_OK(ctx, clmad_scope_end(ctx));
+        z = m = loss = NULL; /* the scope's */
+    }
+    clmad_tensor *all[] = {a, b, c, W, V, other, bias, y, w, z, m, loss};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        clmad_tensor_release(all[i]);
+    clmad_kernel_release(f);
+    clmad_kernel_release(g);
+    clmad_context_release(ctx);
+}
+
+static size_t first_difference(const results *x, const results *y, size_t size)
+{
+    const double ulps = test_programs_round_alike() ? 0 : 2 * TEST_PROGRAM_ULPS;
+    for (size_t at = 0; at < x->len; at += size)
+        if (!test_elements_equal(x->bytes + at, y->bytes + at, size, ulps))
+            return at;
+    return x->len;
+}
+
+static void check(const program *p)
+{
+    test_set_case("%s %zux%zu %s over %s, %s, %s: ", p->dtype == CLMAD_F64 ? "f64" : "f32", p->rows, p->cols,
+                  CHAINS[p->chain], p->base ? "y = a + b_row" : "y = f(a, b, c)", HAZARDS[p->hazard],
+                  p->policy == CLMAD_PARTIALS_STORE ? "STORE" : "RECOMPUTE");
+    results fused = {0}, eager = {0};
+    run(1, p, &fused);
+    run(0, p, &eager);
+    cr_assert_eq(fused.len, eager.len, "%sresult sizes differ", test_case());
+    size_t at = first_difference(&fused, &eager, clmad_dtype_size(p->dtype));
+    cr_assert_eq(at, fused.len, "%sfused and eager differ at byte %zu of %zu", test_case(), at, fused.len);
+    cr_assert_eq(eager.stats.fused_regions, 0, "%sa region with fusion off", test_case());
+    const uint64_t regions = p->hazard == KEEP_Y ? 0 : 1;
+    cr_assert_eq(fused.stats.fused_regions, regions, "%s%llu regions, expected %llu", test_case(),
+                 (unsigned long long)fused.stats.fused_regions, (unsigned long long)regions);
+    const uint64_t fallbacks = p->hazard == FLUSH ? 1 : 0;
+    cr_assert_eq(fused.stats.fusion_fallbacks, fallbacks, "%s%llu fallbacks, expected %llu", test_case(),
+                 (unsigned long long)fused.stats.fusion_fallbacks, (unsigned long long)fallbacks);
+    if (regions && !fallbacks) /* the chain's forward and backward: one kernel each */
+        cr_assert_lt(fused.stats.kernels_launched, eager.stats.kernels_launched, "%sno kernel saved", test_case());
+    free(fused.bytes);
+    free(eager.bytes);
+}
+
+static const size_t SIZES[][2] = {{1, 7}, {7, 9}, {33, 65}, {257, 256}};
+
+Test(regions, every_chain_and_hazard_bitwise_as_eager)
+{
+    for (int chain = 0; chain < N_CHAINS; chain++)
+        for (int hazard = 0; hazard < N_HAZARDS; hazard++)
+            for (int policy = 0; policy < 2; policy++) {
+                program p = {CLMAD_F32, 33, 65, chain, hazard,
+                             policy ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, BASE_F};
+                check(&p);
+            }
+}
+
+Test(regions, sizes_and_f64)
+{
+    const int n_sizes = test_small() ? 3 : 4;
+    for (int dt = 0; dt < 2; dt++) {
+        if (dt && !test_device_fp64())
+            continue; /* no cl_khr_fp64 (rusticl): f32 alone */
+        for (int s = 0; s < n_sizes; s++)
+            for (int chain = 0; chain < N_CHAINS; chain++) {
+                program p = {dt ? CLMAD_F64 : CLMAD_F32, SIZES[s][0], SIZES[s][1], chain, NONE,
+                             chain % 2 ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, BASE_F};
+                check(&p);
+            }
+    }
+}
+
+/* y = a + b_row: the broadcast reads a learnable row, whose contributions
+ * the region's backward writes at y's shape and sums as y's node would. */
+Test(regions, bias_row_in_the_broadcast)
+{
+    static const int hazards[] = {NONE, KEEP_Y, FLUSH, SCOPE};
+    for (int chain = 0; chain < N_CHAINS; chain++)
+        for (int h = 0; h < 4; h++)
+            for (int policy = 0; policy < 2; policy++) {
+                program p = {CLMAD_F32, 33, 65, chain, hazards[h],
+                             policy ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, BASE_BIAS_ROW};
+                check(&p);
+            }
+}

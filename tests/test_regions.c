@@ -9,6 +9,7 @@
  * the device rounds a function apart in two programs, as in test_fusion).
  * Each case runs the program on two contexts, fusion on and off:
  *   z = chain(f(a, b, c)), m = z W (and, Z_TWICE, m + z V), loss = sum(m),
+ * or m = log_softmax(z), or m = mse_loss(z, c) (test read_by_a_row_operation_or_a_loss),
  * then reads m, z, the loss and the gradients of a, b, W and of the
  * stages' operands that need one. The chains: a unary builtin, a product
  * with a learnable w, a learnable bias row, a user kernel with a learnable
@@ -55,13 +56,16 @@ static const char *HAZARDS[] = {"none", "y kept", "flush before backward", "reta
 
 /* y = f(a, b, c), or y = a + b_row (a learnable bias row in the broadcast) */
 enum base { BASE_F, BASE_BIAS_ROW };
+/* What reads z: a product, a row operation, a loss against a target */
+enum consumer { MATMUL, LOG_SOFTMAX, MSE, N_CONSUMERS };
+static const char *CONSUMERS[] = {"z W", "log_softmax(z)", "mse_loss(z, c)"};
 
 typedef struct program {
     clmad_dtype dtype;
     size_t rows, cols;
     int chain, hazard;
     clmad_partials_policy policy;
-    int base;
+    int base, consumer;
 } program;
 
 typedef test_results results;
@@ -157,7 +161,12 @@ static void run(int fuse, const program *p, results *r)
         clmad_tensor_release(y);
         y = NULL;
     }
-    CHECK_OK(ctx, clmad_matmul(ctx, z, W, 0, 0, &m));
+    if (p->consumer == LOG_SOFTMAX)
+        CHECK_OK(ctx, clmad_log_softmax(ctx, z, -1, &m));
+    else if (p->consumer == MSE)
+        CHECK_OK(ctx, clmad_mse_loss(ctx, z, c, &m));
+    else
+        CHECK_OK(ctx, clmad_matmul(ctx, z, W, 0, 0, &m));
     if (p->hazard == Z_TWICE) { /* m + V z (rows x 3): z's adjoint is a sum of two */
         clmad_tensor *vz = NULL, *vzw = NULL, *sum = NULL;
         CHECK_OK(ctx, clmad_matmul(ctx, V, z, 0, 0, &vz));
@@ -179,7 +188,8 @@ static void run(int fuse, const program *p, results *r)
     test_keep(ctx, r, loss);
     test_keep_grad(ctx, r, a);
     test_keep_grad(ctx, r, bias ? bias : b);
-    test_keep_grad(ctx, r, W);
+    if (p->consumer == MATMUL)
+        test_keep_grad(ctx, r, W);
     if (w)
         test_keep_grad(ctx, r, w);
     if (y)
@@ -208,9 +218,9 @@ static size_t first_difference(const results *x, const results *y, size_t size)
 
 static void check(const program *p)
 {
-    test_set_case("%s %zux%zu %s over %s, %s, %s: ", p->dtype == CLMAD_F64 ? "f64" : "f32", p->rows, p->cols,
-                  CHAINS[p->chain], p->base ? "y = a + b_row" : "y = f(a, b, c)", HAZARDS[p->hazard],
-                  p->policy == CLMAD_PARTIALS_STORE ? "STORE" : "RECOMPUTE");
+    test_set_case("%s %zux%zu %s over %s, read by %s, %s, %s: ", p->dtype == CLMAD_F64 ? "f64" : "f32", p->rows,
+                  p->cols, CHAINS[p->chain], p->base ? "y = a + b_row" : "y = f(a, b, c)", CONSUMERS[p->consumer],
+                  HAZARDS[p->hazard], p->policy == CLMAD_PARTIALS_STORE ? "STORE" : "RECOMPUTE");
     results fused = {0}, eager = {0};
     run(1, p, &fused);
     run(0, p, &eager);
@@ -238,7 +248,7 @@ Test(regions, every_chain_and_hazard_bitwise_as_eager)
         for (int hazard = 0; hazard < N_HAZARDS; hazard++)
             for (int policy = 0; policy < 2; policy++) {
                 program p = {CLMAD_F32, 33, 65, chain, hazard,
-                             policy ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, BASE_F};
+                             policy ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, BASE_F, MATMUL};
                 check(&p);
             }
 }
@@ -252,7 +262,7 @@ Test(regions, sizes_and_f64)
         for (int s = 0; s < n_sizes; s++)
             for (int chain = 0; chain < N_CHAINS; chain++) {
                 program p = {dt ? CLMAD_F64 : CLMAD_F32, SIZES[s][0], SIZES[s][1], chain, NONE,
-                             chain % 2 ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, BASE_F};
+                             chain % 2 ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, BASE_F, MATMUL};
                 check(&p);
             }
     }
@@ -267,7 +277,20 @@ Test(regions, bias_row_in_the_broadcast)
         for (int h = 0; h < 4; h++)
             for (int policy = 0; policy < 2; policy++) {
                 program p = {CLMAD_F32, 33, 65, chain, hazards[h],
-                             policy ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, BASE_BIAS_ROW};
+                             policy ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, BASE_BIAS_ROW, MATMUL};
+                check(&p);
+            }
+}
+
+/* The calls that read only their operands and write new tensors try a
+ * region too: a row operation, a loss. */
+Test(regions, read_by_a_row_operation_or_a_loss)
+{
+    for (int consumer = LOG_SOFTMAX; consumer < N_CONSUMERS; consumer++)
+        for (int chain = 0; chain < N_CHAINS; chain++)
+            for (int policy = 0; policy < 2; policy++) {
+                program p = {CLMAD_F32, 33, 65, chain, chain % 2 ? NONE : FLUSH,
+                             policy ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, chain % 3 == 0, consumer};
                 check(&p);
             }
 }

@@ -3,6 +3,7 @@
  * clmad_log_softmax (kernels in cl/axis.cl). Each records one node that keeps
  * its output, from which backward computes the adjoint in one kernel. */
 #include "ops/ops.h"
+#include "ops/region.h"
 #include "tape/tape.h"
 #include "runtime/context_guard.h"
 
@@ -206,24 +207,28 @@ static clmad_status axis_op(clmad_context *ctx, axis_kind kind, clmad_tensor *x,
 
 clmad_status clmad_max(clmad_context *ctx, clmad_tensor *x, int axis, int keepdims, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_max");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_max");
+    READS_ONLY(ctx, x, NULL);
     return axis_op(ctx, AXIS_MAX, x, axis, keepdims, out);
 }
 
 clmad_status clmad_logsumexp(clmad_context *ctx, clmad_tensor *x, int axis, int keepdims, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_logsumexp");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_logsumexp");
+    READS_ONLY(ctx, x, NULL);
     return axis_op(ctx, AXIS_LOGSUMEXP, x, axis, keepdims, out);
 }
 
 clmad_status clmad_softmax(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_softmax");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_softmax");
+    READS_ONLY(ctx, x, NULL);
     return axis_op(ctx, AXIS_SOFTMAX, x, axis, 0, out);
 }
 
 clmad_status clmad_log_softmax(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_log_softmax");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_log_softmax");
+    READS_ONLY(ctx, x, NULL);
     return axis_op(ctx, AXIS_LOG_SOFTMAX, x, axis, 0, out);
 }

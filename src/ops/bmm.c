@@ -5,6 +5,7 @@
  * serve (CLBlast's batched GEMM is another program, tens of seconds to
  * compile on POCL), at the price of one launch per matrix. */
 #include "ops/ops.h"
+#include "ops/region.h"
 #include "runtime/context_guard.h"
 
 #include <stdlib.h>
@@ -12,7 +13,8 @@
 clmad_status clmad_bmm(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a, int trans_b,
                        clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_bmm");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_bmm");
+    READS_ONLY(ctx, a, b);
     clmad_status st = clmad__check_operands(ctx, "clmad_bmm", a, b, out);
     if (st != CLMAD_OK)
         return st;

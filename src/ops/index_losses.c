@@ -3,6 +3,7 @@
  * of recorded operations (log_softmax, gather, mean), so its backward is
  * theirs: (softmax - onehot) / rows for the logits. */
 #include "ops/index.h"
+#include "ops/region.h"
 #include "runtime/context_guard.h"
 
 #include <math.h>
@@ -61,7 +62,8 @@ static clmad_status labels_column(clmad_context *ctx, clmad_tensor *labels, clma
 clmad_status clmad_cross_entropy_index(clmad_context *ctx, clmad_tensor *logits, clmad_tensor *labels,
                                        clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_cross_entropy_index");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_cross_entropy_index");
+    READS_ONLY(ctx, logits, labels);
     const char *call = "clmad_cross_entropy_index";
     clmad_status st = check_labels(ctx, call, logits, labels, out);
     if (st != CLMAD_OK)
@@ -87,7 +89,8 @@ clmad_status clmad_cross_entropy_index(clmad_context *ctx, clmad_tensor *logits,
 
 clmad_status clmad_accuracy(clmad_context *ctx, clmad_tensor *logits, clmad_tensor *labels, double *value)
 {
-    CLMAD_GUARD(ctx, "clmad_accuracy");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_accuracy");
+    READS_ONLY(ctx, logits, labels);
     const char *call = "clmad_accuracy";
     clmad_status st = check_labels(ctx, call, logits, labels, value);
     if (st != CLMAD_OK)

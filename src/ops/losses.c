@@ -7,6 +7,7 @@
  * probabilities. dot forms no full-size product; the temporaries are
  * released here and kept by the tape as long as backward needs them. */
 #include "ops/ops.h"
+#include "ops/region.h"
 #include "runtime/scope.h"
 #include "tape/tape.h"
 #include "runtime/context_guard.h"
@@ -84,7 +85,8 @@ static void shape_text(char *buf, size_t cap, const clmad_tensor *t)
 
 clmad_status clmad_mse_loss(clmad_context *ctx, clmad_tensor *pred, clmad_tensor *target, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_mse_loss");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_mse_loss");
+    READS_ONLY(ctx, pred, target);
     const char *name = "clmad_mse_loss";
     clmad_status st = check_pair(ctx, name, pred, "pred", target, "target", out);
     if (st != CLMAD_OK)
@@ -140,7 +142,8 @@ static clmad_status one_hot(clmad_context *ctx, clmad_tensor *logits, clmad_tens
 clmad_status clmad_cross_entropy(clmad_context *ctx, clmad_tensor *logits, clmad_tensor *target,
                                  clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_cross_entropy");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_cross_entropy");
+    READS_ONLY(ctx, logits, target);
     const char *name = "clmad_cross_entropy";
     if (ctx && target && out && !clmad__dtype_is_float(target->dtype))
         return clmad_cross_entropy_index(ctx, logits, target, out); /* integer class labels */

@@ -9,10 +9,8 @@ clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, 
                           int trans_b, clmad_tensor **out)
 {
     CLMAD_GUARD_HOLDING(ctx, "clmad_matmul");
+    READS_ONLY(ctx, a, b); /* a chain of held calls may end here (a region) */
     clmad_status st = clmad__check_operands(ctx, "clmad_matmul", a, b, out);
-    clmad_tensor *operands[2] = {a, b};
-    if (st == CLMAD_OK) /* it reads a and b alone: a chain of held calls may end here (a region) */
-        st = clmad__region_inputs_ready(ctx, operands, 2);
     if (st != CLMAD_OK)
         return st;
     if (a->ndim != 2 || b->ndim != 2) /* batches and vectors: NumPy's rules */

@@ -17,4 +17,15 @@
  * eager. */
 clmad_status clmad__region_inputs_ready(clmad_context *ctx, clmad_tensor *const *ts, int n);
 
+/* After CLMAD_GUARD_HOLDING in a call that reads a and b (b may be NULL)
+ * and writes only new tensors: their held work (a region where one
+ * ends), returning its error. */
+#define READS_ONLY(ctx, a, b)                                                               \
+    do {                                                                                    \
+        clmad_tensor *reads_only_[2] = {(a), (b)};                                          \
+        const clmad_status reads_only_status_ = clmad__region_inputs_ready(ctx, reads_only_, 2); \
+        if (reads_only_status_ != CLMAD_OK)                                                 \
+            return reads_only_status_;                                                      \
+    } while (0)
+
 #endif

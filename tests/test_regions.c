@@ -23,12 +23,14 @@
  * (the second is eager's), z read by two products (its adjoint a sum),
  * the step in a scope (y released in it: only the scope's reference is
  * left, which does not keep the chain from being a region).
+ * A region's kernels that fail to build (injected) leave eager's results.
  * Both partials policies, f32 and f64, sizes 1x7 to 257x256, special
  * values (+-0, +-inf, NaN, subnormals) among a's.
  */
 #include <criterion/criterion.h>
 
 #include "support.h"
+#include "internal.h" /* clmad__inject_build_failure */
 
 #include <math.h>
 #include <stdlib.h>
@@ -66,9 +68,29 @@ typedef struct program {
     int chain, hazard;
     clmad_partials_policy policy;
     int base, consumer;
+    int inject; /* a build failure injected for the region's kernels: INJECT_* */
 } program;
 
-typedef test_results results;
+enum inject { INJECT_NONE, INJECT_FORWARD, INJECT_BACKWARD };
+
+/* What a run read back, and where each tensor's bytes end. */
+typedef struct results {
+    test_results r;
+    size_t end[16];
+    int n;
+} results;
+
+static void keep(clmad_context *ctx, results *out, clmad_tensor *t)
+{
+    test_keep(ctx, &out->r, t);
+    out->end[out->n++] = out->r.len;
+}
+
+static void keep_grad(clmad_context *ctx, results *out, clmad_tensor *x)
+{
+    test_keep_grad(ctx, &out->r, x);
+    out->end[out->n++] = out->r.len;
+}
 
 /* Element e of input `which`: ordinary values, a's with special ones among them. */
 static double value(size_t e, int which)
@@ -138,6 +160,8 @@ static void run(int fuse, const program *p, results *r)
     opt.disable_fusion = !fuse;
     clmad_context *ctx = test_context_with(&opt);
     CHECK_OK(ctx, clmad_set_partials_policy(ctx, p->policy));
+    if (fuse && p->inject == INJECT_FORWARD)
+        clmad__inject_build_failure(ctx, CLMAD_MODE_LOSS);
     if (p->hazard == RETAIN)
         CHECK_OK(ctx, clmad_set_retain_tape(ctx, 1));
     clmad_kernel *f = NULL, *g = NULL;
@@ -177,24 +201,26 @@ static void run(int fuse, const program *p, results *r)
         clmad_tensor_release(m);
         m = sum;
     }
+    if (fuse && p->inject == INJECT_BACKWARD) /* the region's forward ran: its backward fails to build */
+        clmad__inject_build_failure(ctx, CLMAD_MODE_LOSS);
     if (p->hazard == FLUSH) /* a call that runs every held tensor's work */
         CHECK_OK(ctx, clmad_tensor_axpby(other, 1.0, c, 0.5));
     CHECK_OK(ctx, clmad_sum(ctx, m, 0, NULL, 0, &loss));
     CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
     if (p->hazard == RETAIN)
         CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
-    test_keep(ctx, r, m);
-    test_keep(ctx, r, z);
-    test_keep(ctx, r, loss);
-    test_keep_grad(ctx, r, a);
-    test_keep_grad(ctx, r, bias ? bias : b);
+    keep(ctx, r, m);
+    keep(ctx, r, z);
+    keep(ctx, r, loss);
+    keep_grad(ctx, r, a);
+    keep_grad(ctx, r, bias ? bias : b);
     if (p->consumer == MATMUL)
-        test_keep_grad(ctx, r, W);
+        keep_grad(ctx, r, W);
     if (w)
-        test_keep_grad(ctx, r, w);
+        keep_grad(ctx, r, w);
     if (y)
-        test_keep(ctx, r, y);
-    CHECK_OK(ctx, clmad_context_stats(ctx, &r->stats));
+        keep(ctx, r, y);
+    CHECK_OK(ctx, clmad_context_stats(ctx, &r->r.stats));
     if (p->hazard == SCOPE) {
         CHECK_OK(ctx, clmad_scope_end(ctx));
         z = m = loss = NULL; /* the scope's */
@@ -207,37 +233,70 @@ static void run(int fuse, const program *p, results *r)
     clmad_context_release(ctx);
 }
 
+static double element(const unsigned char *at, size_t size)
+{
+    float f;
+    double d;
+    if (size == 8) {
+        memcpy(&d, at, 8);
+        return d;
+    }
+    memcpy(&f, at, 4);
+    return f;
+}
+
+/* The first byte where x and y differ; x's length if none. Bitwise (a NaN
+ * equals any NaN), or on a device whose primal and dual programs round a
+ * function apart (test_programs_round_alike) within 2 TEST_PROGRAM_ULPS of
+ * the largest finite magnitude of the tensor: z's values then differ in
+ * their last bits, and a product or a row operation over them adds those
+ * up, where a sum may cancel. */
 static size_t first_difference(const results *x, const results *y, size_t size)
 {
     const double ulps = test_programs_round_alike() ? 0 : 2 * TEST_PROGRAM_ULPS;
-    for (size_t at = 0; at < x->len; at += size)
-        if (!test_elements_equal(x->bytes + at, y->bytes + at, size, ulps))
-            return at;
-    return x->len;
+    const double eps = size == 8 ? 0x1p-52 : 0x1p-23;
+    size_t start = 0;
+    for (int t = 0; t < x->n; start = x->end[t++]) {
+        double scale = 0;
+        for (size_t at = start; at < x->end[t]; at += size)
+            if (isfinite(element(y->r.bytes + at, size)))
+                scale = fmax(scale, fabs(element(y->r.bytes + at, size)));
+        for (size_t at = start; at < x->end[t]; at += size)
+            if (!test_elements_equal(x->r.bytes + at, y->r.bytes + at, size, ulps) &&
+                !(ulps > 0 && fabs(element(x->r.bytes + at, size) - element(y->r.bytes + at, size)) <=
+                                  ulps * eps * scale))
+                return at;
+    }
+    return x->r.len;
 }
 
 static void check(const program *p)
 {
-    test_set_case("%s %zux%zu %s over %s, read by %s, %s, %s: ", p->dtype == CLMAD_F64 ? "f64" : "f32", p->rows,
+    static const char *INJECTED[] = {"", ", forward build fails", ", backward build fails"};
+    test_set_case("%s %zux%zu %s over %s, read by %s, %s, %s%s: ", p->dtype == CLMAD_F64 ? "f64" : "f32", p->rows,
                   p->cols, CHAINS[p->chain], p->base ? "y = a + b_row" : "y = f(a, b, c)", CONSUMERS[p->consumer],
-                  HAZARDS[p->hazard], p->policy == CLMAD_PARTIALS_STORE ? "STORE" : "RECOMPUTE");
+                  HAZARDS[p->hazard], p->policy == CLMAD_PARTIALS_STORE ? "STORE" : "RECOMPUTE", INJECTED[p->inject]);
     results fused = {0}, eager = {0};
     run(1, p, &fused);
     run(0, p, &eager);
-    cr_assert_eq(fused.len, eager.len, "%sresult sizes differ", test_case());
+    cr_assert(fused.r.len == eager.r.len && fused.n == eager.n, "%sresult sizes differ", test_case());
     size_t at = first_difference(&fused, &eager, clmad_dtype_size(p->dtype));
-    cr_assert_eq(at, fused.len, "%sfused and eager differ at byte %zu of %zu", test_case(), at, fused.len);
-    cr_assert_eq(eager.stats.fused_regions, 0, "%sa region with fusion off", test_case());
-    const uint64_t regions = p->hazard == KEEP_Y ? 0 : 1;
-    cr_assert_eq(fused.stats.fused_regions, regions, "%s%llu regions, expected %llu", test_case(),
-                 (unsigned long long)fused.stats.fused_regions, (unsigned long long)regions);
-    const uint64_t fallbacks = p->hazard == FLUSH ? 1 : 0;
-    cr_assert_eq(fused.stats.fusion_fallbacks, fallbacks, "%s%llu fallbacks, expected %llu", test_case(),
-                 (unsigned long long)fused.stats.fusion_fallbacks, (unsigned long long)fallbacks);
+    cr_assert_eq(at, fused.r.len, "%sfused and eager differ at byte %zu of %zu", test_case(), at, fused.r.len);
+    cr_assert_eq(eager.r.stats.fused_regions, 0, "%sa region with fusion off", test_case());
+    const uint64_t regions = p->hazard == KEEP_Y || p->inject == INJECT_FORWARD ? 0 : 1;
+    cr_assert_eq(fused.r.stats.fused_regions, regions, "%s%llu regions, expected %llu", test_case(),
+                 (unsigned long long)fused.r.stats.fused_regions, (unsigned long long)regions);
+    const uint64_t fallbacks = p->hazard == FLUSH || p->inject == INJECT_BACKWARD ? 1 : 0;
+    cr_assert_eq(fused.r.stats.fusion_fallbacks, fallbacks, "%s%llu fallbacks, expected %llu", test_case(),
+                 (unsigned long long)fused.r.stats.fusion_fallbacks, (unsigned long long)fallbacks);
+    if (p->inject == INJECT_FORWARD) /* eager's, kernel for kernel */
+        cr_assert_eq(fused.r.stats.kernels_launched, eager.r.stats.kernels_launched, "%s%llu kernels, eager %llu",
+                     test_case(), (unsigned long long)fused.r.stats.kernels_launched,
+                     (unsigned long long)eager.r.stats.kernels_launched);
     if (regions && !fallbacks) /* the chain's forward and backward: one kernel each */
-        cr_assert_lt(fused.stats.kernels_launched, eager.stats.kernels_launched, "%sno kernel saved", test_case());
-    free(fused.bytes);
-    free(eager.bytes);
+        cr_assert_lt(fused.r.stats.kernels_launched, eager.r.stats.kernels_launched, "%sno kernel saved", test_case());
+    free(fused.r.bytes);
+    free(eager.r.bytes);
 }
 
 static const size_t SIZES[][2] = {{1, 7}, {7, 9}, {33, 65}, {257, 256}};
@@ -247,8 +306,8 @@ Test(regions, every_chain_and_hazard_bitwise_as_eager)
     for (int chain = 0; chain < N_CHAINS; chain++)
         for (int hazard = 0; hazard < N_HAZARDS; hazard++)
             for (int policy = 0; policy < 2; policy++) {
-                program p = {CLMAD_F32, 33, 65, chain, hazard,
-                             policy ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, BASE_F, MATMUL};
+                program p = {.dtype = CLMAD_F32, .rows = 33, .cols = 65, .chain = chain, .hazard = hazard,
+                             .policy = policy ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE};
                 check(&p);
             }
 }
@@ -261,8 +320,8 @@ Test(regions, sizes_and_f64)
             continue; /* no cl_khr_fp64 (rusticl): f32 alone */
         for (int s = 0; s < n_sizes; s++)
             for (int chain = 0; chain < N_CHAINS; chain++) {
-                program p = {dt ? CLMAD_F64 : CLMAD_F32, SIZES[s][0], SIZES[s][1], chain, NONE,
-                             chain % 2 ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, BASE_F, MATMUL};
+                program p = {.dtype = dt ? CLMAD_F64 : CLMAD_F32, .rows = SIZES[s][0], .cols = SIZES[s][1],
+                             .chain = chain, .policy = chain % 2 ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE};
                 check(&p);
             }
     }
@@ -276,8 +335,9 @@ Test(regions, bias_row_in_the_broadcast)
     for (int chain = 0; chain < N_CHAINS; chain++)
         for (int h = 0; h < 4; h++)
             for (int policy = 0; policy < 2; policy++) {
-                program p = {CLMAD_F32, 33, 65, chain, hazards[h],
-                             policy ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, BASE_BIAS_ROW, MATMUL};
+                program p = {.dtype = CLMAD_F32, .rows = 33, .cols = 65, .chain = chain, .hazard = hazards[h],
+                             .policy = policy ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE,
+                             .base = BASE_BIAS_ROW};
                 check(&p);
             }
 }
@@ -289,8 +349,22 @@ Test(regions, read_by_a_row_operation_or_a_loss)
     for (int consumer = LOG_SOFTMAX; consumer < N_CONSUMERS; consumer++)
         for (int chain = 0; chain < N_CHAINS; chain++)
             for (int policy = 0; policy < 2; policy++) {
-                program p = {CLMAD_F32, 33, 65, chain, chain % 2 ? NONE : FLUSH,
-                             policy ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE, chain % 3 == 0, consumer};
+                program p = {.dtype = CLMAD_F32, .rows = 33, .cols = 65, .chain = chain,
+                             .hazard = chain % 2 ? NONE : FLUSH,
+                             .policy = policy ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE,
+                             .base = chain % 3 == 0 ? BASE_BIAS_ROW : BASE_F, .consumer = consumer};
                 check(&p);
             }
+}
+
+/* A region's kernel that fails to build (injected) leaves eager's results:
+ * the forward's, the chain runs eagerly; the backward's, it falls back. */
+Test(regions, injected_build_failures)
+{
+    for (int inject = INJECT_FORWARD; inject <= INJECT_BACKWARD; inject++)
+        for (int chain = 0; chain < N_CHAINS; chain += 3) {
+            program p = {.dtype = CLMAD_F32, .rows = 7, .cols = 9, .chain = chain,
+                         .policy = CLMAD_PARTIALS_STORE, .inject = inject};
+            check(&p);
+        }
 }

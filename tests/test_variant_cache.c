@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The variant cache of a kernel: two variants that differ anywhere (here in
  * the accumulate flag of the last of 64 gradient slots) are two kernels,
- * never one served for the other. */
+ * never one served for the other; past its cap the least recently used
+ * variant goes, and comes back the same when used again. */
 #include "bcast_support.h"
+#include "internal.h" /* clmad__variant_cap, clmad__kernel_variants */
 
 #include <stdio.h>
 
@@ -124,4 +126,53 @@ Test(variant_cache, accumulate_flag_of_the_last_slot)
     }
     clmad_kernel_release(k);
     clmad_context_release(ctx);
+}
+
+/* x's gradient of sum(f(x, y)) under policy, into g (N_EL floats). */
+static void gradient(clmad_context *ctx, clmad_kernel *k, clmad_partials_policy policy, float *g)
+{
+    size_t shape[1] = {N_EL};
+    double hx[N_EL], hy[N_EL];
+    for (int e = 0; e < N_EL; e++)
+        hx[e] = x_value(0, e), hy[e] = x_value(1, e);
+    CHECK_OK(ctx, clmad_set_partials_policy(ctx, policy));
+    clmad_tensor *in[2] = {bs_tensor(ctx, CLMAD_F32, 1, shape, hx), bs_tensor(ctx, CLMAD_F32, 1, shape, hy)};
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(in[0], 1));
+    clmad_tensor *y = NULL, *loss = NULL, *dx = NULL;
+    CHECK_OK(ctx, clmad_broadcast(ctx, k, in, &y));
+    CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &loss));
+    CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+    CHECK_OK(ctx, clmad_tensor_grad(in[0], &dx));
+    CHECK_OK(ctx, clmad_tensor_read(dx, g, N_EL * sizeof *g));
+    clmad_tensor *all[] = {in[0], in[1], y, loss, dx};
+    bs_release_all(all, 5);
+}
+
+/* With a cap of 2 variants: recomputing (the primal and the VJP variant),
+ * storing (the partials and STORED variants: the first two go),
+ * recomputing again (both built again); the gradients each time those of
+ * a kernel that keeps every variant, bitwise. */
+Test(variant_cache, least_recently_used_variants_go)
+{
+    clmad_options opt = {0};
+    opt.disable_fusion = 1; /* one variant per call: no loss kernel */
+    clmad_context *ctx = test_context_with(&opt), *all = test_context_with(&opt);
+    clmad__variant_cap(ctx, 2);
+    static const char *SOURCE = "T f(T x, T y) { return sin(x) * y; }";
+    clmad_kernel *k = NULL, *k_all = NULL;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, SOURCE, "f", 2, 1, &k));
+    CHECK_OK(all, clmad_kernel_create(all, SOURCE, "f", 2, 1, &k_all));
+    const clmad_partials_policy steps[3] = {CLMAD_PARTIALS_RECOMPUTE, CLMAD_PARTIALS_STORE, CLMAD_PARTIALS_RECOMPUTE};
+    for (int s = 0; s < 3; s++) {
+        float g[N_EL], want[N_EL];
+        gradient(ctx, k, steps[s], g);
+        gradient(all, k_all, steps[s], want);
+        cr_assert(memcmp(g, want, sizeof g) == 0, "step %d: the gradients differ", s);
+        cr_assert_eq(clmad__kernel_variants(k), 2, "step %d: %d variants kept", s, clmad__kernel_variants(k));
+    }
+    cr_assert_gt(clmad__kernel_variants(k_all), 2, "%d variants without a cap", clmad__kernel_variants(k_all));
+    clmad_kernel_release(k);
+    clmad_kernel_release(k_all);
+    clmad_context_release(ctx);
+    clmad_context_release(all);
 }

@@ -40,6 +40,13 @@ struct clmad_kernel {
  * built leaves eager execution's results). */
 void clmad__inject_build_failure(clmad_context *ctx, int mode);
 
+/* Variants a kernel keeps, at most (broadcast/variants.c): the least
+ * recently used goes when another is built. For tests: clmad__variant_cap
+ * sets ctx's cap (0: this one), clmad__kernel_variants counts k's. */
+enum { CLMAD_MAX_VARIANTS = 64 };
+void clmad__variant_cap(clmad_context *ctx, int cap);
+int clmad__kernel_variants(const clmad_kernel *k);
+
 /* 1 if input j of k is an integer parameter (int, long, uchar), not T. */
 static inline int clmad__kernel_integer(const clmad_kernel *k, int j)
 {

@@ -9,10 +9,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+static void variant_free(clmad_kernel *k, clmad_kernel_variant *kv)
+{
+    clReleaseKernel(kv->kernel);
+    /* The program goes with the last kernel that used it (a second kernel
+     * of the same source shares it); the library's own stay cached. */
+    clmad__program_release(k->ctx, kv->program);
+    free(kv);
+}
+
+/* The list in order of use, the latest first; past the cap the least
+ * recently used goes (a program that makes ever new chains over one
+ * kernel, lazy regions and loss forms, keeps what it uses). */
+static void keep_latest(clmad_kernel *k)
+{
+    const int cap = k->ctx->variant_cap > 0 ? k->ctx->variant_cap : CLMAD_MAX_VARIANTS;
+    clmad_kernel_variant **p = &k->variants;
+    for (int n = 0; *p && n < cap; n++)
+        p = &(*p)->next;
+    while (*p) {
+        clmad_kernel_variant *old = *p;
+        *p = old->next;
+        variant_free(k, old);
+    }
+}
+
 clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_kernel *out)
 {
-    for (clmad_kernel_variant *kv = k->variants; kv; kv = kv->next)
-        if (clmad__variant_equal(&kv->variant, v)) {
+    for (clmad_kernel_variant **p = &k->variants; *p; p = &(*p)->next)
+        if (clmad__variant_equal(&(*p)->variant, v)) {
+            clmad_kernel_variant *kv = *p;
+            *p = kv->next; /* to the front */
+            kv->next = k->variants;
+            k->variants = kv;
             *out = kv->kernel;
             return CLMAD_OK;
         }
@@ -99,6 +128,7 @@ clmad_status clmad__kernel_variant(clmad_kernel *k, const clmad_variant *v, cl_k
     kv->variant = *v;
     kv->next = k->variants;
     k->variants = kv;
+    keep_latest(k);
     *out = kv->kernel;
     return CLMAD_OK;
 }
@@ -108,16 +138,25 @@ void clmad__inject_build_failure(clmad_context *ctx, int mode)
     ctx->inject_build_failure = mode;
 }
 
+void clmad__variant_cap(clmad_context *ctx, int cap)
+{
+    ctx->variant_cap = cap;
+}
+
+int clmad__kernel_variants(const clmad_kernel *k)
+{
+    int n = 0;
+    for (const clmad_kernel_variant *kv = k->variants; kv; kv = kv->next)
+        n++;
+    return n;
+}
+
 void clmad__kernel_variants_release(clmad_kernel *k)
 {
     clmad_kernel_variant *kv = k->variants;
     while (kv) {
         clmad_kernel_variant *next = kv->next;
-        clReleaseKernel(kv->kernel);
-        /* The program goes with the last kernel that used it (a second kernel
-         * of the same source shares it); the library's own stay cached. */
-        clmad__program_release(k->ctx, kv->program);
-        free(kv);
+        variant_free(k, kv);
         kv = next;
     }
     k->variants = NULL;

@@ -57,6 +57,8 @@ struct clmad_context {
     struct clmad_tensor *held_first; /* tensors whose writing is held back, oldest first */
     int inject_build_failure;       /* tests: broadcast variants of this clmad_mode fail to build
                                        (clmad__inject_build_failure); 0: none */
+    int variant_cap;                /* tests: variants a kernel keeps (broadcast/variants.c);
+                                       0: CLMAD_MAX_VARIANTS */
     int loss_lanes;                 /* work-items per partial sum of an interleaved loss kernel
                                        (tuning.c; 0: by the device's size, loss_lanes.c) */
     int loss_terms;                 /* a loss kernel summing ranges writes each element's term

@@ -9,7 +9,7 @@
  * the device rounds a function apart in two programs, as in test_fusion).
  * Each case runs the program on two contexts, fusion on and off:
  *   z = chain(f(a, b, c)), m = z W (and, Z_TWICE, m + z V), loss = sum(m),
- * or m = log_softmax(z), or m = mse_loss(z, c) (test read_by_a_row_operation_or_a_loss),
+ * or m = log_softmax(z), mse_loss(z, c) or transpose(z) (test read_by_another_call),
  * then reads m, z, the loss and the gradients of a, b, W and of the
  * stages' operands that need one. The chains: a unary builtin, a product
  * with a learnable w, a learnable bias row, a user kernel with a learnable
@@ -59,8 +59,8 @@ static const char *HAZARDS[] = {"none", "y kept", "flush before backward", "reta
 /* y = f(a, b, c), or y = a + b_row (a learnable bias row in the broadcast) */
 enum base { BASE_F, BASE_BIAS_ROW };
 /* What reads z: a product, a row operation, a loss against a target */
-enum consumer { MATMUL, LOG_SOFTMAX, MSE, N_CONSUMERS };
-static const char *CONSUMERS[] = {"z W", "log_softmax(z)", "mse_loss(z, c)"};
+enum consumer { MATMUL, LOG_SOFTMAX, MSE, TRANSPOSE, N_CONSUMERS };
+static const char *CONSUMERS[] = {"z W", "log_softmax(z)", "mse_loss(z, c)", "transpose(z)"};
 
 typedef struct program {
     clmad_dtype dtype;
@@ -189,6 +189,8 @@ static void run(int fuse, const program *p, results *r)
         CHECK_OK(ctx, clmad_log_softmax(ctx, z, -1, &m));
     else if (p->consumer == MSE)
         CHECK_OK(ctx, clmad_mse_loss(ctx, z, c, &m));
+    else if (p->consumer == TRANSPOSE)
+        CHECK_OK(ctx, clmad_transpose(ctx, z, (const int[]){1, 0}, &m));
     else
         CHECK_OK(ctx, clmad_matmul(ctx, z, W, 0, 0, &m));
     if (p->hazard == Z_TWICE) { /* m + V z (rows x 3): z's adjoint is a sum of two */
@@ -343,8 +345,8 @@ Test(regions, bias_row_in_the_broadcast)
 }
 
 /* The calls that read only their operands and write new tensors try a
- * region too: a row operation, a loss. */
-Test(regions, read_by_a_row_operation_or_a_loss)
+ * region too: a row operation, a loss, a shape operation. */
+Test(regions, read_by_another_call)
 {
     for (int consumer = LOG_SOFTMAX; consumer < N_CONSUMERS; consumer++)
         for (int chain = 0; chain < N_CHAINS; chain++)

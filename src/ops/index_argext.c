@@ -2,6 +2,7 @@
 /* clmad_argmax and clmad_argmin: the first index of the extreme along an
  * axis, as i64; of any dtype; never recorded (no gradient). */
 #include "ops/index.h"
+#include "ops/region.h"
 #include "runtime/context_guard.h"
 
 static clmad_status argext(clmad_context *ctx, const char *call, clmad_tensor *x, int axis, int keepdims,
@@ -47,12 +48,14 @@ static clmad_status argext(clmad_context *ctx, const char *call, clmad_tensor *x
 
 clmad_status clmad_argmax(clmad_context *ctx, clmad_tensor *x, int axis, int keepdims, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_argmax");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_argmax");
+    READS_ONLY(ctx, x, NULL);
     return argext(ctx, "clmad_argmax", x, axis, keepdims, 1, out);
 }
 
 clmad_status clmad_argmin(clmad_context *ctx, clmad_tensor *x, int axis, int keepdims, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_argmin");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_argmin");
+    READS_ONLY(ctx, x, NULL);
     return argext(ctx, "clmad_argmin", x, axis, keepdims, 0, out);
 }

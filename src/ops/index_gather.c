@@ -4,6 +4,7 @@
  * source elements that point at it, in order (one work-item per
  * destination element, no atomics: bitwise reproducible). */
 #include "ops/index.h"
+#include "ops/region.h"
 #include "runtime/context_guard.h"
 
 #include <stdlib.h>
@@ -59,7 +60,8 @@ const clmad_op clmad__op_gather = {.name = "clmad_gather", .backward = gather_ba
 
 clmad_status clmad_gather(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor *index, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_gather");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_gather");
+    READS_ONLY(ctx, x, index);
     const char *call = "clmad_gather";
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", call);

@@ -4,6 +4,7 @@
  * came from: one work-item per row of the source, over the indices in
  * their order (no atomics: bitwise reproducible). */
 #include "ops/index.h"
+#include "ops/region.h"
 #include "runtime/context_guard.h"
 
 #include <stdlib.h>
@@ -74,7 +75,8 @@ static clmad_status select_rows(clmad_context *ctx, const clmad_op *op, clmad_te
 clmad_status clmad_index_select(clmad_context *ctx, clmad_tensor *x, int axis, clmad_tensor *index,
                                 clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_index_select");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_index_select");
+    READS_ONLY(ctx, x, index);
     const char *call = "clmad_index_select";
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", call);
@@ -98,7 +100,8 @@ clmad_status clmad_index_select(clmad_context *ctx, clmad_tensor *x, int axis, c
 
 clmad_status clmad_embedding(clmad_context *ctx, clmad_tensor *weight, clmad_tensor *index, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_embedding");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_embedding");
+    READS_ONLY(ctx, weight, index);
     const char *call = "clmad_embedding";
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", call);

@@ -3,6 +3,7 @@
  * Each adjoint is the inverse copy, accumulated straight into the input's
  * adjoint when it already exists. */
 #include "ops/ops.h"
+#include "ops/region.h"
 #include "runtime/context_guard.h"
 
 #include <stdint.h>
@@ -60,7 +61,8 @@ const clmad_op clmad__op_slice = {.name = "clmad_slice", .backward = slice_backw
 clmad_status clmad_slice(clmad_context *ctx, clmad_tensor *x, int axis, size_t start, size_t stop,
                          clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_slice");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_slice");
+    READS_ONLY(ctx, x, NULL);
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_slice: ctx is NULL");
     if (!x || !out)
@@ -116,7 +118,10 @@ const clmad_op clmad__op_concat = {.name = "clmad_concat", .backward = concat_ba
 clmad_status clmad_concat(clmad_context *ctx, int n, clmad_tensor *const *xs, int axis,
                           clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_concat");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_concat");
+    clmad_status ready = clmad__region_inputs_ready(ctx, xs, n);
+    if (ready != CLMAD_OK)
+        return ready;
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_concat: ctx is NULL");
     if (n < 1 || !xs || !out)
@@ -181,7 +186,8 @@ const clmad_op clmad__op_reshape = {.name = "clmad_reshape", .backward = reshape
 clmad_status clmad_reshape(clmad_context *ctx, clmad_tensor *x, int ndim, const size_t *shape,
                            clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_reshape");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_reshape");
+    READS_ONLY(ctx, x, NULL);
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_reshape: ctx is NULL");
     if (!x || !out)
@@ -226,7 +232,8 @@ const clmad_op clmad__op_transpose = {.name = "clmad_transpose", .backward = tra
 
 clmad_status clmad_transpose(clmad_context *ctx, clmad_tensor *x, const int *perm, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_transpose");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_transpose");
+    READS_ONLY(ctx, x, NULL);
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_transpose: ctx is NULL");
     if (!x || !out)

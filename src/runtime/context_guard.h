@@ -51,8 +51,8 @@ void clmad__guard_forget(const clmad_context *ctx);
  * a no-op). CLMAD_GUARD_HOLDING is for the calls that handle held tensors
  * themselves (they fuse them or run what they read, their inputs'
  * (clmad__inputs_ready): clmad_dot, clmad_sum, clmad_mul, clmad_broadcast, the products, the
- * losses and the row operations (clmad_matmul, clmad_bmm, clmad_cross_entropy, clmad_softmax,
- * ...: ops/region.h READS_ONLY),
+ * losses, the row and shape operations and gathers (clmad_matmul, clmad_cross_entropy,
+ * clmad_softmax, clmad_reshape, clmad_gather, ...: ops/region.h READS_ONLY),
  * clmad_backward, clmad_tensor_read) and for
  * those that read no tensor (clmad_kernel_create, and clmad_tensor_create,
  * clmad_tensor_fill, clmad_tensor_zeros and clmad_tensor_scalar, which write only their new

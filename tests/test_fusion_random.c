@@ -32,7 +32,9 @@
  * run twice (gradients present), a value read before or after the loss,
  * used by another op, released before backward (by hand, or by the end of
  * a scope around the forward), the loss used further, the loss plus the sum
- * of a leaf's or a value's squares (an add hands backward's seed on to it).
+ * of a leaf's or a value's squares (an add hands backward's seed on to it),
+ * the values but y released and y reshaped before the loss (a lazy region
+ * where the chain makes one: docs/fusion.md).
  *
  * Each structure (the steps, the operands' kinds, dtype, rank, policy, cap)
  * runs in 6 draws: other sizes in its layout (7 to 55 elements; 65537 or
@@ -200,6 +202,7 @@ typedef struct program {
     int retain, twice, read_first, read_after, use_twice, loss_used;
     int loss_plus; /* backward from loss + sum(v * v) (an add hands the seed on): 1 a leaf's v, 2 a value's */
     int release_early; /* the values released before backward: 1 by hand, 2 by a scope's end */
+    int region; /* the values but y released, then y read by clmad_reshape first: a lazy region */
     int read_at, use_at; /* steps whose values are read or used */
     char desc[768];
 } program;
@@ -507,6 +510,8 @@ static void describe(program *p)
     PUT("%s%s%s%s%s%s%s", p->retain ? " retain" : "", p->twice ? " twice" : "",
         p->read_first ? " read-first" : "", p->read_after ? " read-after" : "", p->use_twice ? " use-twice" : "",
         p->release_early == 1 ? " release-early" : p->release_early ? " scope" : "", p->loss_used ? " loss-used" : "");
+    if (p->region)
+        PUT(" region (v%d reshaped first)", p->n_steps - 1);
     if (p->loss_plus) { /* a value released early: the leaf */
         const int leaf = p->loss_plus == 1 || p->release_early;
         PUT(" plus sum(%s%d^2)", leaf ? "x" : "v", leaf ? p->use_at % p->n_leaves : p->use_at);
@@ -559,6 +564,8 @@ static void make_draw(program *p, uint64_t *rng, int small)
     p->seed_seed = bs_next(rng);
     /* from the seed's bits, not the stream: the other draws stay as they were */
     p->loss_plus = (p->seed_seed >> 17) % 6 == 0 ? 1 + (int)((p->seed_seed >> 23) % 2) : 0;
+    p->region = (p->seed_seed >> 29) % 5 == 0 && !p->read_after && !p->use_twice && p->release_early != 2 &&
+                p->loss_plus != 2;
     describe(p);
 }
 
@@ -722,7 +729,15 @@ static void run(clmad_context *ctx, clmad_kernel **kernels, const program *p, re
             if (p->read_first && s == p->read_at)
                 keep(ctx, r, named(name, rep, "v%d read before the loss", s), vals[s]);
         }
-        clmad_tensor *y = vals[p->n_steps - 1];
+        clmad_tensor *y = vals[p->n_steps - 1], *flat = NULL;
+        if (p->region) { /* a region where the values make one: y's kernel writes y alone */
+            for (int s = 0; s < p->n_steps - 1; s++) {
+                clmad_tensor_release(vals[s]);
+                vals[s] = NULL;
+            }
+            size_t n = clmad_tensor_numel(y);
+            CHECK_OK(ctx, clmad_reshape(ctx, y, 1, &n, &flat));
+        }
         clmad_tensor *w = p->loss >= L_DOT ? operand(leaves, vals, p->w) : NULL;
         switch (p->loss) {
         case L_SUM: CHECK_OK(ctx, clmad_sum(ctx, y, p->naxes, p->axes, p->keepdims, &loss)); break;
@@ -779,12 +794,17 @@ static void run(clmad_context *ctx, clmad_kernel **kernels, const program *p, re
             keep(ctx, r, named(name, rep, "exp(v%d)", p->use_at), other);
             clmad_tensor_release(other);
         }
+        if (flat) {
+            keep(ctx, r, named(name, rep, "reshape(v%d)", p->n_steps - 1), flat);
+            clmad_tensor_release(flat);
+        }
         clmad_tensor_release(seed);
         clmad_tensor_release(loss);
     }
     clmad_stats s1 = test_stats(ctx);
     r->stats.fused_losses = s1.fused_losses - s0.fused_losses;
     r->stats.fusion_fallbacks = s1.fusion_fallbacks - s0.fusion_fallbacks;
+    r->stats.fused_regions = s1.fused_regions - s0.fused_regions;
     /* every gradient, after a mark of 1 or 0 (has one or not) in the dtype */
     const double has[2] = {0, 1};
     const float has_f[2] = {0, 1};
@@ -845,7 +865,7 @@ static clmad_context *on, *off;
 static int verbose; /* CLMAD_TEST_VERBOSE=1: each program and its counts on stderr */
 
 typedef struct tally {
-    int programs, fused, used, plain;
+    int programs, fused, used, plain, regions;
 } tally;
 
 /* Nothing in the way of the loss kernel and of its gradients: the last
@@ -859,7 +879,7 @@ static int plain(const program *p)
 {
     const step *last = &p->steps[p->n_steps - 1];
     if (y_numel(p) <= 1 || p->seed_kind != SEED_NULL || p->retain || p->twice || p->read_first ||
-        p->read_after || p->use_twice || p->loss_used || p->loss_plus)
+        p->read_after || p->use_twice || p->loss_used || p->loss_plus || p->region)
         return 0;
     int n = last->kind == USER ? K_IN[last->kernel] : last->kind == BINARY ? 2 : 1, active = 0;
     for (int j = 0; j < n; j++) {
@@ -895,9 +915,13 @@ static void check(const program *p, tally *t)
         cr_assert_fail("%s: fused and eager differ: %s", p->desc, what);
     }
     cr_assert_eq(eager.stats.fused_losses, 0, "%s: fusion off fused a loss", p->desc);
-    if (p->seed_kind != SEED_NULL || p->loss_used)
-        cr_assert_eq(fused.stats.fusion_fallbacks, fused.stats.fused_losses,
-                     "%s: the loss kernel's gradients were used under a seed that is not backward's own", p->desc);
+    cr_assert_eq(eager.stats.fused_regions, 0, "%s: fusion off made a region", p->desc);
+    cr_assert(p->region || fused.stats.fused_regions == 0, "%s: a region without a reshape", p->desc);
+    t->regions += fused.stats.fused_regions > 0;
+    if (p->seed_kind != SEED_NULL || p->loss_used) /* (a region's backward may fall back too) */
+        cr_assert(fused.stats.fusion_fallbacks >= fused.stats.fused_losses &&
+                      fused.stats.fusion_fallbacks <= fused.stats.fused_losses + fused.stats.fused_regions,
+                  "%s: the loss kernel's gradients were used under a seed that is not backward's own", p->desc);
     if (verbose)
         fprintf(stderr, "  %llu fused, %llu fallbacks\n", (unsigned long long)fused.stats.fused_losses,
                 (unsigned long long)fused.stats.fusion_fallbacks);
@@ -946,7 +970,7 @@ static void check(const program *p, tally *t)
     X(F_READ_FIRST, "a value read before the loss") X(F_READ_AFTER, "a value read after it")                       \
     X(F_USE_TWICE, "a value used again") X(F_RELEASE, "values released before backward")                           \
     X(F_SCOPE, "values dropped by a scope's end") X(F_LOSS_USED, "the loss used further")                          \
-    X(F_LOSS_PLUS, "the loss plus another")                                                                         \
+    X(F_LOSS_PLUS, "the loss plus another") X(F_REGION, "the values released, y reshaped first")                    \
     X(F_SPARSE, "sparse special values") X(F_DENSE, "dense special values") X(F_ZEROS, "zeros of both signs")
 #define FEATURE_ENUM(id, name) id,
 #define FEATURE_NAME(id, name) name,
@@ -1049,6 +1073,7 @@ static void cover(const program *p, unsigned char *seen)
     seen[F_SCOPE] |= p->release_early == 2;
     seen[F_LOSS_USED] |= p->loss_used;
     seen[F_LOSS_PLUS] |= p->loss_plus != 0;
+    seen[F_REGION] |= p->region;
 }
 
 /* Structures, each run with DRAWS draws (other sizes, values, seeds and
@@ -1123,11 +1148,12 @@ Test(fusion_random, bitwise_equal_to_eager, .timeout = 900)
     }
     free(all);
     fprintf(stderr, "test_fusion_random: %d programs, %d fused a loss (%d plain ones, all of them), %d used its"
-            " gradients\n", t.programs, t.fused, t.plain, t.used);
+            " gradients, %d made a region\n", t.programs, t.fused, t.plain, t.used, t.regions);
     /* Enough of them fuse (the test is not eager against eager). */
     if (fixed && !(only && *only)) {
         cr_assert_geq(t.fused * 10, t.programs * 4, "only %d of %d programs fused a loss", t.fused, t.programs);
         cr_assert_geq(t.used * 4, t.programs, "only %d of %d programs used fused gradients", t.used, t.programs);
+        cr_assert_gt(t.regions, 0, "no program made a region");
     }
     for (int k = 0; k < N_KERNELS; k++) {
         clmad_kernel_release(kernels_on[k]);

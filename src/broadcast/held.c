@@ -87,12 +87,17 @@ clmad_held *clmad__bcast_held_new(clmad_context *ctx, clmad_kernel *k, clmad_ten
 {
     if (!clmad__fusion_enabled(ctx) || k->n_outputs != 1 || plan->numel == 0)
         return NULL;
-    int n_active = 0;
+    int n_active = 0, over_held = 0;
+    for (int j = 0; j < k->n_inputs; j++)
+        over_held |= inputs[j]->held != NULL;
     for (int j = 0; j < k->n_inputs; j++) {
         if (inputs[j]->wrapped)
             return NULL;
         if (clmad__kernel_integer(k, j) || !clmad__needs_grad(ctx, inputs[j]))
             continue;
+        if (plan->access[j] == CLMAD_ACCESS_SCALAR && !over_held)
+            return NULL; /* one value: a sum of every element's contribution (a 0-d scale's, and
+                            every input of a one-element y): no loss kernel's or region's */
         for (int i = 0; i < j; i++)
             if (inputs[i] == inputs[j] && !inputs[j]->held)
                 return NULL; /* one tensor in two places: its gradient is a sum (a held one is
@@ -232,7 +237,8 @@ clmad_status clmad__bcast_fused_loss(clmad_context *ctx, clmad_tensor *y, const 
         if (!((mask >> j) & 1u))
             continue;
         clmad_tensor *x = h->inputs[j];
-        const clmad_tensor *of = clmad__same_shape(x, y) ? x : y; /* a region's row: summed by ops/region.c */
+        /* read at the element index (plan.c's FULL), else a region's row: y's shape, summed (ops/region.c) */
+        const clmad_tensor *of = clmad__element_index(x, y) ? x : y;
         st = clmad_tensor_create(ctx, x->dtype, of->ndim, of->shape, NULL, &g->grad[g->n]);
         if (st == CLMAD_OK) {
             v.slot[j] = (signed char)g->n;

@@ -13,9 +13,10 @@
  * is on, k has one output of at least one element, the inputs that need a
  * gradient (1 to the chunk cap of them) are distinct (but for held ones:
  * clmad_mul(z, z) over a held z, a loss's stage), and no input is a
- * wrapped buffer (the caller could write it behind clmad's back). Those
- * read at a broadcast offset (a learnable bias row) keep it from being a
- * loss kernel's own broadcast, not a region's (fused_loss.h). Else NULL:
+ * wrapped buffer (the caller could write it behind clmad's back), and
+ * none of them is one value (0-d, or y's one element) unless an input is
+ * held. Those read at a broadcast offset (a learnable bias row) keep it
+ * from being a loss kernel's own broadcast, not a region's (fused_loss.h). Else NULL:
  * run it now. Hand it to clmad__hold with the output, after recording the
  * node as held. */
 clmad_held *clmad__bcast_held_new(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
@@ -36,6 +37,14 @@ typedef struct clmad_loss_grads {
  * (of z's shape and dtype; v gets z's buffer), and its held work is
  * dropped unrun. */
 void clmad__bcast_region_written(clmad_tensor *z, clmad_tensor *v);
+
+/* 1 if a broadcast to y's shape reads x at the element index (plan.c's
+ * CLMAD_ACCESS_FULL): its gradient then goes to x's slot as it is, else
+ * (one value, a row, a column) it is summed to x's shape from y's. */
+static inline int clmad__element_index(const clmad_tensor *x, const clmad_tensor *y)
+{
+    return x->numel != 1 && x->numel == y->numel;
+}
 
 /* Releases every tensor of g and empties it. */
 void clmad__loss_grads_release(clmad_loss_grads *g);

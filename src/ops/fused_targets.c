@@ -79,7 +79,7 @@ int clmad__fused_distinct_targets(clmad_context *ctx, clmad_tensor *y, int any_s
         return 0;
     for (int j = 0; j < k->n_inputs; j++) {
         const int grad = !clmad__kernel_integer(k, j) && clmad__needs_grad(ctx, in[j]);
-        if (grad && !any_shape && !clmad__same_shape(in[j], y))
+        if (grad && !any_shape && !(clmad__same_shape(in[j], y) && clmad__element_index(in[j], y)))
             return 0;
         for (int i = 0; i < j && grad; i++)
             if (in[i] == in[j])

@@ -87,12 +87,24 @@ static int full_adjoint(const clmad_node *node, const clmad_tensor *adj)
            memcmp(adj->shape, node->out_shape[0], (size_t)adj->ndim * sizeof adj->shape[0]) == 0;
 }
 
+/* g (y's shape; owned) summed to input j's shape, as y's node sums the
+ * temporary it writes for an input it does not read at the element index
+ * (a sum from 0, even of one element: a -0 becomes +0), to its slot. */
+static clmad_status hand_summed(clmad_context *ctx, clmad_node *node, int j, clmad_tensor *g)
+{
+    clmad_tensor *x = node->inputs[j], *summed = NULL;
+    clmad_status st = clmad__sum_to_shape(ctx, g, x->ndim, x->shape, &summed);
+    clmad_tensor_release(g);
+    return st == CLMAD_OK ? clmad__accumulate_input(ctx, node, j, summed) : st;
+}
+
 /* The kernel's gradients to their nodes' inputs in the order backward
  * would hand them: the stages' operands from the top stage down (nodes[i]
  * is stage i's), then the inputs of y's node. g is emptied. */
 static clmad_status hand_out(clmad_context *ctx, const clmad_loss_form *form, clmad_loss_grads *g,
-                             clmad_node *const *nodes, clmad_node *y_node)
+                             clmad_node *const *nodes, clmad_tensor *y)
 {
+    clmad_node *y_node = y->node;
     clmad_status st = CLMAD_OK;
     for (int i = form->n_stages - 1; i >= 0 && st == CLMAD_OK; i--) {
         if (g->stage_grad[i])
@@ -108,7 +120,9 @@ static clmad_status hand_out(clmad_context *ctx, const clmad_loss_form *form, cl
         clmad_tensor *grad = g->grad[s];
         g->grad[s] = NULL;
         if (st == CLMAD_OK && clmad__adjoint_slot(ctx, y_node, g->input[s]))
-            st = clmad__hand_to_input(ctx, y_node, g->input[s], grad); /* a row's summed */
+            st = clmad__element_index(y_node->inputs[g->input[s]], y)
+                     ? clmad__accumulate_input(ctx, y_node, g->input[s], grad)
+                     : hand_summed(ctx, y_node, g->input[s], grad); /* a row's, written at y's shape */
         else
             clmad_tensor_release(grad);
     }
@@ -157,7 +171,7 @@ static clmad_status region_backward(clmad_context *ctx, clmad_node *node, int *d
                    clmad_last_error(ctx));
         return fall_back(ctx);
     }
-    st = hand_out(ctx, &form, &g, nodes, y->node);
+    st = hand_out(ctx, &form, &g, nodes, y);
     *done = st == CLMAD_OK;
     return st;
 }

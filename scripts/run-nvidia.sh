@@ -60,6 +60,11 @@ if [ "$what" != test ]; then
   mkdir -p "$icd/mlp-check"
   "$bin/bench_mlp" --dims $mlp_dims --reps 15 --out "$out/results" --check-dir "$icd/mlp-check" || status=1
   mbase=$out/results/$(cd "$out/results" && ls -t *.mlp.json | head -1 | sed 's/\.mlp\.json$//')
+  # A lazy region against the same calls eagerly (the HM-LSTM cell times w before a product).
+  if [ -x "$bin/bench_region" ]; then
+    "$bin/bench_region" --dims 1024,2048,4096 --reps 15 >"$mbase.region.txt" || status=1
+    cat "$mbase.region.txt"
+  fi
   if env -u LD_LIBRARY_PATH python3 -c 'import torch' 2>/dev/null; then
     (cd "$peers" && env -u LD_LIBRARY_PATH PEERS_TORCH_DEVICE=cuda python3 peer_torch_mlp.py --dims $mlp_dims \
       --reps 15 --json "$mbase.mlp.peer_torch.json") || status=1

@@ -24,8 +24,9 @@
  * the step in a scope (y released in it: only the scope's reference is
  * left, which does not keep the chain from being a region).
  * A region's kernels that fail to build (injected) leave eager's results.
- * Both partials policies, f32 and f64, sizes 1x7 to 257x256, special
- * values (+-0, +-inf, NaN, subnormals) among a's.
+ * Both partials policies (the last three hazards: one a chain, in turn),
+ * f32 and f64, sizes 1x7 to 257x256, special values (+-0, +-inf, NaN,
+ * subnormals) among a's.
  */
 #include <criterion/criterion.h>
 
@@ -308,6 +309,8 @@ Test(regions, every_chain_and_hazard_bitwise_as_eager)
     for (int chain = 0; chain < N_CHAINS; chain++)
         for (int hazard = 0; hazard < N_HAZARDS; hazard++)
             for (int policy = 0; policy < 2; policy++) {
+                if (hazard > FLUSH && policy != chain % 2)
+                    continue; /* the later hazards under one policy a chain, the two in turn (CI's time) */
                 program p = {.dtype = CLMAD_F32, .rows = 33, .cols = 65, .chain = chain, .hazard = hazard,
                              .policy = policy ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE};
                 check(&p);

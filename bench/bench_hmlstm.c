@@ -42,17 +42,10 @@
  * bytes / (N * 4), N-element f32 arrays read or written); progress on stderr.
  */
 #include "bench_common.h"
+#include "hmlstm_cell.h"
 #include "internal.h"
 
 #include <math.h>
-
-static const char *CELL_SOURCE =
-    "T cell_update(T z, T zb, T c, T f, T i, T g)\n"
-    "{\n"
-    "    if (ad_val(z) == 1)  return ad_mul(ad_sigmoid(i), ad_tanh(g));\n"
-    "    if (ad_val(zb) == 0) return c;\n"
-    "    return ad_add(ad_mul(ad_sigmoid(f), c), ad_mul(ad_sigmoid(i), ad_tanh(g)));\n"
-    "}\n";
 
 /* The loss's weight inside the cell: sum(cell_w(...)) = sum(cell(...) * w). */
 static const char *CELL_W_SOURCE =

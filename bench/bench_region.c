@@ -13,14 +13,7 @@
  * Usage: bench_region [--dims N,...] [--reps R]
  */
 #include "bench_common.h"
-
-static const char *CELL_SOURCE =
-    "T cell_update(T z, T zb, T c, T f, T i, T g)\n"
-    "{\n"
-    "    if (ad_val(z) == 1)  return ad_mul(ad_sigmoid(i), ad_tanh(g));\n"
-    "    if (ad_val(zb) == 0) return c;\n"
-    "    return ad_add(ad_mul(ad_sigmoid(f), c), ad_mul(ad_sigmoid(i), ad_tanh(g)));\n"
-    "}\n";
+#include "hmlstm_cell.h"
 
 typedef struct inputs {
     clmad_tensor *cell[6], *w, *W;

@@ -19,6 +19,16 @@
 
 static const char *SOURCE = "T f(T x, T a) { return a * x + 1; }\n";
 
+/* CPU time of the calling thread: the host's own cost of a step (clmad's
+ * and the OpenCL runtime's API calls), without the device's work, which a
+ * CPU runtime runs on its own threads, and without waits. */
+static double thread_cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static double loop(clmad_context *ctx, clmad_kernel *k, clmad_tensor *x, clmad_tensor *a, clmad_tensor *w,
                    int calls, int backward)
 {
@@ -42,10 +52,10 @@ static double loop(clmad_context *ctx, clmad_kernel *k, clmad_tensor *x, clmad_t
 
 /* The chain's step: released_first, y goes before the product (a region). */
 static double chain_loop(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *in, clmad_tensor *W, int calls,
-                         int released_first)
+                         int released_first, double *host_us)
 {
     BENCH_CHECK(ctx, clmad_finish(ctx));
-    double t0 = bench_now();
+    double t0 = bench_now(), cpu0 = thread_cpu_now();
     for (int c = 0; c < calls; c++) {
         clmad_tensor *y, *z, *m, *loss;
         BENCH_CHECK(ctx, clmad_broadcast(ctx, k, in, &y));
@@ -63,6 +73,7 @@ static double chain_loop(clmad_context *ctx, clmad_kernel *k, clmad_tensor *cons
         clmad_tensor_zero_grad(in[0]);
     }
     BENCH_CHECK(ctx, clmad_finish(ctx));
+    *host_us = 1e6 * (thread_cpu_now() - cpu0) / calls;
     return calls / (bench_now() - t0);
 }
 
@@ -106,19 +117,20 @@ int main(int argc, char **argv)
     BENCH_CHECK(ctx, clmad_tensor_set_requires_grad(x2, 1));
     clmad_tensor *in2[2] = {x2, a2};
     clmad_stats s0, s1;
-    double chain = 0, region = 0;
+    double chain = 0, region = 0, chain_host = 0, region_host = 0;
     for (int round = 0; round < 2; round++) { /* the first warms up */
-        chain = chain_loop(ctx, k, in2, W, round ? calls : calls / 10 + 1, 0);
+        chain = chain_loop(ctx, k, in2, W, round ? calls : calls / 10 + 1, 0, &chain_host);
         BENCH_CHECK(ctx, clmad_context_stats(ctx, &s0));
-        region = chain_loop(ctx, k, in2, W, round ? calls : calls / 10 + 1, 1);
+        region = chain_loop(ctx, k, in2, W, round ? calls : calls / 10 + 1, 1, &region_host);
         BENCH_CHECK(ctx, clmad_context_stats(ctx, &s1));
     }
     if (s1.fused_regions - s0.fused_regions != (uint64_t)calls)
         fprintf(stderr, "bench_call: %llu regions in %d region steps\n",
                 (unsigned long long)(s1.fused_regions - s0.fused_regions), calls);
     printf("{\"n\": %zu, \"calls\": %d, \"forward_calls_per_s\": %.1f, \"fwd_bwd_calls_per_s\": %.1f, "
-           "\"chain_steps_per_s\": %.1f, \"region_steps_per_s\": %.1f}\n",
-           n, calls, fwd, bwd, chain, region);
+           "\"chain_steps_per_s\": %.1f, \"region_steps_per_s\": %.1f, \"chain_host_us\": %.2f, "
+           "\"region_host_us\": %.2f}\n",
+           n, calls, fwd, bwd, chain, region, chain_host, region_host);
     clmad_tensor_release(x2);
     clmad_tensor_release(a2);
     clmad_tensor_release(W);

@@ -575,11 +575,48 @@ typedef enum clmad_dtype {
      * and index operations" below). Never differentiable. */
     CLMAD_I32 = 2, /* int32_t */
     CLMAD_I64 = 3, /* int64_t: what clmad_argmax gives and index operations take */
-    CLMAD_U8 = 4   /* uint8_t: masks */
+    CLMAD_U8 = 4,  /* uint8_t: masks */
+    /* 16-bit floats, for storage ("16-bit tensors" below): each element is
+     * its uint16_t bit pattern on the host and on the device. */
+    CLMAD_F16 = 5, /* IEEE 754 binary16 (NumPy's float16) */
+    CLMAD_BF16 = 6 /* bfloat16: the upper 16 bits of a binary32 (ml_dtypes, PyTorch) */
 } clmad_dtype;
 
 /** Size in bytes of one element of dtype; 0 for an unknown dtype. */
 CLMAD_API size_t clmad_dtype_size(clmad_dtype dtype);
+
+/*
+ * 16-bit tensors (CLMAD_F16, CLMAD_BF16) store floats in half the bytes:
+ * checkpoints in bf16 or f16 load, convert and save without a detour
+ * through the host. They are created, filled (the value rounded as
+ * below), read and written (as uint16_t bit patterns), copied, sliced,
+ * concatenated, reshaped, transposed, gathered and index-selected like
+ * the others, printed, saved and loaded (the safetensors types "F16" and
+ * "BF16", bit for bit), and converted by clmad_cast to and from every
+ * other dtype. The operations that compute (builtins, broadcasts, sums,
+ * products, losses, optimizers, comparisons, argmax, MPI) do not take them
+ * yet: they fail with CLMAD_ERR_DTYPE, the message naming the call and
+ * the argument and saying to clmad_cast to f32 first. They carry no
+ * gradient: clmad_cast to or from a 16-bit dtype records nothing, and
+ * clmad_tensor_set_requires_grad refuses them.
+ *
+ * Rounding: a value converted to f16 or bf16 (by clmad_cast, a fill or
+ * the functions below) rounds to the nearest, ties to even; a value too
+ * large becomes an infinity of its sign, a NaN stays a NaN (of its sign,
+ * quiet), and the sign of zero is kept. f16 has subnormals (down to
+ * 2^-24) and bf16 keeps f32's range. f64 converts to f16 directly (one
+ * rounding, as NumPy) and to bf16 through f32 (as PyTorch). Widening to
+ * f32 or f64 is exact. The device kernels and these host functions give
+ * the same bits.
+ */
+/** value rounded to f16: its bit pattern. */
+CLMAD_API uint16_t clmad_f16_from_float(float value);
+/** The f16 bit pattern bits as a float (exact). */
+CLMAD_API float clmad_f16_to_float(uint16_t bits);
+/** value rounded to bf16: its bit pattern. */
+CLMAD_API uint16_t clmad_bf16_from_float(float value);
+/** The bf16 bit pattern bits as a float (exact). */
+CLMAD_API float clmad_bf16_to_float(uint16_t bits);
 
 typedef struct clmad_tensor clmad_tensor;
 

@@ -7,9 +7,9 @@
  * The reference tensors are defined by bit patterns, here and in the
  * script: element i of a 4-byte tensor (f32, i32) of seed s has the bits
  * (i * 2654435761 + s) mod 2^32, of an 8-byte one (f64, i64)
- * (i * 0x9E3779B97F4A7C15 + s) mod 2^64, of a u8 one the low byte of the
- * 4-byte pattern (NaNs and infinities included: they must survive as
- * bits). */
+ * (i * 0x9E3779B97F4A7C15 + s) mod 2^64, of a u8 one the low byte and of
+ * a 2-byte one (f16, bf16) the low two bytes of the 4-byte pattern (NaNs
+ * and infinities included: they must survive as bits). */
 #include <clmad.h>
 
 #include <stdio.h>
@@ -33,6 +33,8 @@ static const reference refs[] = {
     {"labels", CLMAD_I32, 1, {6}, 5},
     {"ids", CLMAD_I64, 2, {2, 2}, 9},
     {"mask", CLMAD_U8, 1, {7}, 13},
+    {"halves", CLMAD_F16, 1, {9}, 17},
+    {"brains", CLMAD_BF16, 2, {3, 2}, 19},
 };
 #define N_REFS (sizeof refs / sizeof refs[0])
 
@@ -54,8 +56,11 @@ static void fill(const reference *r, void *buf)
             memcpy((char *)buf + 8 * i, &u, 8);
         } else {
             uint32_t u = (uint32_t)(i * 2654435761u + r->seed);
+            uint16_t h = (uint16_t)u;
             if (size == 4)
                 memcpy((char *)buf + 4 * i, &u, 4);
+            else if (size == 2)
+                memcpy((char *)buf + 2 * i, &h, 2);
             else
                 ((unsigned char *)buf)[i] = (unsigned char)u;
         }
@@ -95,16 +100,16 @@ static int check_file(clmad_context *ctx, const char *path)
     const char *v = clmad_safetensors_metadata(f, "written_by");
     if (!v || strcmp(v, "safetensors") != 0)
         bad = fprintf(stderr, "metadata written_by is %s\n", v ? v : "missing");
-    /* The Python side adds a float16 tensor: listed, not supported. */
-    int saw_halves = 0;
+    /* The Python side adds an int16 tensor: listed, not supported. */
+    int saw_shorts = 0;
     for (size_t i = 0; i < clmad_safetensors_count(f); i++) {
         clmad_safetensors_entry e;
         clmad_safetensors_entry_at(f, i, &e);
-        if (strcmp(e.name, "halves") == 0)
-            saw_halves = !e.supported && strcmp(e.file_dtype, "F16") == 0 && e.ndim == 1 && e.shape[0] == 4;
+        if (strcmp(e.name, "shorts") == 0)
+            saw_shorts = !e.supported && strcmp(e.file_dtype, "I16") == 0 && e.ndim == 1 && e.shape[0] == 4;
     }
-    if (!saw_halves)
-        bad = fprintf(stderr, "no F16 entry \"halves\" of shape (4,) listed as unsupported\n");
+    if (!saw_shorts)
+        bad = fprintf(stderr, "no I16 entry \"shorts\" of shape (4,) listed as unsupported\n");
     unsigned char want[1024], got[1024];
     for (size_t k = 0; k < N_REFS; k++) {
         const reference *r = &refs[k];

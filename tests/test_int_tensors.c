@@ -45,7 +45,7 @@ Test(int_tensors, sizes_and_names)
     cr_assert_eq(clmad_dtype_size(CLMAD_I32), 4);
     cr_assert_eq(clmad_dtype_size(CLMAD_I64), 8);
     cr_assert_eq(clmad_dtype_size(CLMAD_U8), 1);
-    cr_assert_eq(clmad_dtype_size((clmad_dtype)5), 0);
+    cr_assert_eq(clmad_dtype_size((clmad_dtype)7), 0);
     cr_assert_eq(CLMAD_F32, 0);
     cr_assert_eq(CLMAD_F64, 1);
 }

@@ -7,8 +7,8 @@
 /* Every dtype of the format, with its element size. A clmad dtype added to
  * the enum (CLMAD_I32, ...) is one row changed: supported 1 and its value. */
 static const clmad_st_dtype formats[] = {
-    {"F64", 8, 1, CLMAD_F64},  {"F32", 4, 1, CLMAD_F32},  {"F16", 2, 0, CLMAD_F32},
-    {"BF16", 2, 0, CLMAD_F32}, {"I64", 8, 1, CLMAD_I64},  {"U64", 8, 0, CLMAD_F32},
+    {"F64", 8, 1, CLMAD_F64},  {"F32", 4, 1, CLMAD_F32},  {"F16", 2, 1, CLMAD_F16},
+    {"BF16", 2, 1, CLMAD_BF16}, {"I64", 8, 1, CLMAD_I64},  {"U64", 8, 0, CLMAD_F32},
     {"I32", 4, 1, CLMAD_I32},  {"U32", 4, 0, CLMAD_F32},  {"I16", 2, 0, CLMAD_F32},
     {"U16", 2, 0, CLMAD_F32},  {"I8", 1, 0, CLMAD_F32},   {"U8", 1, 1, CLMAD_U8},
     {"BOOL", 1, 0, CLMAD_F32}, {"F8_E5M2", 1, 0, CLMAD_F32}, {"F8_E4M3", 1, 0, CLMAD_F32},

@@ -36,6 +36,8 @@ static double element(const printer *p, size_t i)
     case CLMAD_I32: return ((const int32_t *)p->host)[i];
     case CLMAD_I64: return (double)((const int64_t *)p->host)[i];
     case CLMAD_U8: return ((const uint8_t *)p->host)[i];
+    case CLMAD_F16: return clmad_f16_to_float(((const uint16_t *)p->host)[i]);
+    case CLMAD_BF16: return clmad_bf16_to_float(((const uint16_t *)p->host)[i]);
     }
     return 0;
 }
@@ -46,6 +48,8 @@ static int format_element(const printer *p, size_t i, char *buf, size_t size)
     switch (p->t->dtype) {
     case CLMAD_F32:
     case CLMAD_F64:
+    case CLMAD_F16:
+    case CLMAD_BF16:
         if (isnan(v))
             return snprintf(buf, size, "nan");
         if (isinf(v))

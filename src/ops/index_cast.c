@@ -12,9 +12,39 @@ static clmad_kernel_id cast_kernel(clmad_dtype from)
     case CLMAD_F64: return CLMAD_INDEX_CAST_F64;
     case CLMAD_I32: return CLMAD_INDEX_CAST_I32;
     case CLMAD_I64: return CLMAD_INDEX_CAST_I64;
-    case CLMAD_U8: break;
+    case CLMAD_U8:
+    case CLMAD_F16: /* convert_16bit's */
+    case CLMAD_BF16: break;
     }
     return CLMAD_INDEX_CAST_U8;
+}
+
+static clmad_status convert(clmad_context *ctx, clmad_tensor *dst, clmad_tensor *src);
+
+/* A conversion with a 16-bit side: half.cl's kernels, built for the f32 or
+ * f64 side; integers and the other 16-bit type go through f32. */
+static clmad_status convert_16bit(clmad_context *ctx, clmad_tensor *dst, clmad_tensor *src)
+{
+    cl_ulong n = dst->numel;
+    const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof n};
+    const void *values[] = {&dst->mem, &src->mem, &n};
+    uint64_t bytes = (uint64_t)n * (clmad_dtype_size(dst->dtype) + clmad_dtype_size(src->dtype));
+    if (clmad__dtype_is_float(dst->dtype))
+        return clmad__launch_cached(ctx, dst->dtype,
+                                    src->dtype == CLMAD_F16 ? CLMAD_HALF_F16_TO_REAL : CLMAD_HALF_BF16_TO_REAL, 3,
+                                    sizes, values, dst->numel, bytes);
+    if (clmad__dtype_is_float(src->dtype))
+        return clmad__launch_cached(ctx, src->dtype,
+                                    dst->dtype == CLMAD_F16 ? CLMAD_HALF_REAL_TO_F16 : CLMAD_HALF_REAL_TO_BF16, 3,
+                                    sizes, values, dst->numel, bytes);
+    clmad_tensor *wide = NULL;
+    clmad_status st = clmad_tensor_create(ctx, CLMAD_F32, src->ndim, src->shape, NULL, &wide);
+    if (st == CLMAD_OK)
+        st = convert(ctx, wide, src);
+    if (st == CLMAD_OK)
+        st = convert(ctx, dst, wide);
+    clmad_tensor_release(wide);
+    return st;
 }
 
 /* dst = src converted (same element count). */
@@ -27,6 +57,8 @@ static clmad_status convert(clmad_context *ctx, clmad_tensor *dst, clmad_tensor 
                                          NULL);
         return err == CL_SUCCESS ? CLMAD_OK : clmad__fail_cl(ctx, err, "clEnqueueCopyBuffer");
     }
+    if (clmad__dtype_is_16bit(dst->dtype) || clmad__dtype_is_16bit(src->dtype))
+        return convert_16bit(ctx, dst, src);
     cl_ulong n = dst->numel;
     const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof n};
     const void *values[] = {&dst->mem, &src->mem, &n};
@@ -63,7 +95,8 @@ clmad_status clmad_cast(clmad_context *ctx, clmad_tensor *x, clmad_dtype dtype, 
     st = clmad_tensor_create(ctx, dtype, x->ndim, x->shape, NULL, &y);
     if (st == CLMAD_OK)
         st = convert(ctx, y, x);
-    /* Gradients flow between float dtypes only: an integer result has none. */
+    /* Gradients flow between f32 and f64 only: an integer or 16-bit result
+     * has none (nor has a 16-bit x: it cannot need one). */
     int n = clmad__dtype_is_float(dtype) ? 1 : 0;
     return clmad__finish_op(ctx, &clmad__op_cast, &x, n, y, NULL, st, out);
 }
@@ -77,6 +110,9 @@ clmad_status clmad_one_hot(clmad_context *ctx, clmad_tensor *index, size_t class
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", call);
     if (!out)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: out is NULL", call);
+    if (clmad__dtype_is_16bit(dtype))
+        return clmad__fail(ctx, CLMAD_ERR_DTYPE, "%s: dtype %s: one-hot rows are f32, f64 or integer (clmad_cast "
+                           "them to 16 bits)", call, clmad_dtype_name(dtype));
     clmad_status st = index && index->ndim >= CLMAD_MAX_DIMS
                           ? clmad__fail(ctx, CLMAD_ERR_SHAPE,
                                         "%s: index has rank %d; the output adds an axis (at most %d)", call,

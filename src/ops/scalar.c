@@ -71,6 +71,7 @@ clmad_status clmad_tensor_item(clmad_tensor *t, double *value)
         int32_t i;
         int64_t l;
         uint8_t u;
+        uint16_t h;
     } e;
     clmad_status st = clmad_tensor_read(t, &e, sizeof e);
     if (st != CLMAD_OK)
@@ -81,6 +82,8 @@ clmad_status clmad_tensor_item(clmad_tensor *t, double *value)
     case CLMAD_I32: *value = e.i; break;
     case CLMAD_I64: *value = (double)e.l; break; /* exact up to 2^53 */
     case CLMAD_U8: *value = e.u; break;
+    case CLMAD_F16: *value = clmad_f16_to_float(e.h); break;
+    case CLMAD_BF16: *value = clmad_bf16_to_float(e.h); break;
     }
     return st;
 }

@@ -32,7 +32,7 @@ typedef struct clmad_tape_settings {
 } clmad_tape_settings;
 
 /* How many clmad_dtype values there are (the enum of clmad.h). */
-#define CLMAD__DTYPE_COUNT 5
+#define CLMAD__DTYPE_COUNT 7
 
 struct clmad_context {
     cl_platform_id platform;
@@ -141,6 +141,8 @@ clmad_status clmad__check_dtype(const clmad_context *ctx, clmad_dtype dtype);
 
 /* 1 for f32 and f64, the dtypes that arithmetic and gradients take. */
 int clmad__dtype_is_float(clmad_dtype dtype);
+/* CLMAD_F16 or CLMAD_BF16: storage, converted by clmad_cast. */
+int clmad__dtype_is_16bit(clmad_dtype dtype);
 
 /* CLMAD_ERR_DTYPE, naming `call` and the argument `what`, when t is an
  * integer tensor: every float-only operation (arithmetic, products,

@@ -11,6 +11,8 @@ size_t clmad_dtype_size(clmad_dtype dtype)
     case CLMAD_I32: return sizeof(int32_t);
     case CLMAD_I64: return sizeof(int64_t);
     case CLMAD_U8: return sizeof(uint8_t);
+    case CLMAD_F16:
+    case CLMAD_BF16: return sizeof(uint16_t);
     }
     return 0;
 }
@@ -23,6 +25,8 @@ const char *clmad_dtype_name(clmad_dtype dtype)
     case CLMAD_I32: return "i32";
     case CLMAD_I64: return "i64";
     case CLMAD_U8: return "u8";
+    case CLMAD_F16: return "f16";
+    case CLMAD_BF16: return "bf16";
     }
     return "unknown";
 }
@@ -30,6 +34,11 @@ const char *clmad_dtype_name(clmad_dtype dtype)
 int clmad__dtype_is_float(clmad_dtype dtype)
 {
     return dtype == CLMAD_F32 || dtype == CLMAD_F64;
+}
+
+int clmad__dtype_is_16bit(clmad_dtype dtype)
+{
+    return dtype == CLMAD_F16 || dtype == CLMAD_BF16;
 }
 
 clmad_status clmad__check_dtype(const clmad_context *ctx, clmad_dtype dtype)
@@ -51,6 +60,11 @@ clmad_status clmad__require_float(const clmad_context *ctx, const clmad_tensor *
 {
     if (!t || clmad__dtype_is_float(t->dtype))
         return CLMAD_OK;
+    if (clmad__dtype_is_16bit(t->dtype))
+        return clmad__fail(ctx, CLMAD_ERR_DTYPE,
+                           "%s: %s is a 16-bit tensor (%s), which this operation does not compute on yet: "
+                           "clmad_cast it to f32 first",
+                           call, what, clmad_dtype_name(t->dtype));
     return clmad__fail(ctx, CLMAD_ERR_DTYPE,
                        "%s: %s is an integer tensor (%s); this operation takes f32 or f64 tensors "
                        "(integer tensors are labels, indices and masks: see the index operations)",

@@ -47,7 +47,12 @@
     X(CLMAD_INDEX_CAST_F64, "index.cl", "clmad_cast_from_f64")                   \
     X(CLMAD_INDEX_CAST_I32, "index.cl", "clmad_cast_from_i32")                   \
     X(CLMAD_INDEX_CAST_I64, "index.cl", "clmad_cast_from_i64")                   \
-    X(CLMAD_INDEX_CAST_U8, "index.cl", "clmad_cast_from_u8")
+    X(CLMAD_INDEX_CAST_U8, "index.cl", "clmad_cast_from_u8")                     \
+    /* 16-bit floats to and from f32 or f64 (built for the f32 or f64 side) */   \
+    X(CLMAD_HALF_F16_TO_REAL, "half.cl", "clmad_f16_to_real")                    \
+    X(CLMAD_HALF_BF16_TO_REAL, "half.cl", "clmad_bf16_to_real")                  \
+    X(CLMAD_HALF_REAL_TO_F16, "half.cl", "clmad_real_to_f16")                    \
+    X(CLMAD_HALF_REAL_TO_BF16, "half.cl", "clmad_real_to_bf16")
 
 typedef enum clmad_kernel_id {
 #define CLMAD__KERNEL_ID(id, file, name) id,

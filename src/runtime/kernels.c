@@ -4,6 +4,7 @@
 #include "runtime/context.h"
 #include "base/embedded.h"
 #include "base/strbuf.h"
+#include "runtime/half.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -44,7 +45,9 @@ clmad_status clmad__cached_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_k
     /* real and clmad__real8 come from cl/real.clh, which each file includes;
      * for an integer dtype `real` is that integer type (CLMAD_ELEM_INT). */
     static const char *const INT_TYPES[CLMAD__DTYPE_COUNT] = {
-        [CLMAD_I32] = "int", [CLMAD_I64] = "long", [CLMAD_U8] = "uchar"};
+        [CLMAD_I32] = "int", [CLMAD_I64] = "long", [CLMAD_U8] = "uchar",
+        /* 16-bit floats only move as bit patterns here (half.cl converts) */
+        [CLMAD_F16] = "ushort", [CLMAD_BF16] = "ushort"};
     clmad_strbuf sb = {0};
     clmad__sb_printf(&sb, "#define CLMAD_REAL_DOUBLE %d\n#define CLMAD_VW %d\n", dtype == CLMAD_F64,
                      ctx->vector_width);
@@ -126,6 +129,8 @@ size_t clmad__real_arg(clmad_dtype dtype, double value, clmad_real_arg *arg)
     case CLMAD_I32: arg->i = (cl_int)value; break;
     case CLMAD_I64: arg->l = (cl_long)value; break;
     case CLMAD_U8: arg->u = (cl_uchar)value; break;
+    case CLMAD_F16: /* bit patterns: a copy's factor 1 (clmad__fill rounds values) */
+    case CLMAD_BF16: arg->h = (cl_ushort)value; break;
     }
     return clmad_dtype_size(dtype);
 }
@@ -140,6 +145,10 @@ clmad_status clmad__fill(clmad_context *ctx, cl_mem mem, clmad_dtype dtype, size
         return st;
     clmad_real_arg arg;
     size_t arg_size = clmad__real_arg(dtype, value, &arg);
+    if (dtype == CLMAD_F16)
+        arg.h = clmad__f16_from_double(value);
+    else if (dtype == CLMAD_BF16)
+        arg.h = clmad__bf16_from_double(value);
     cl_ulong count = n;
     const void *values[] = {&mem, &arg, &count};
     const size_t sizes[] = {sizeof mem, arg_size, sizeof count};

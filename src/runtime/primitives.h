@@ -40,13 +40,15 @@ clmad_status clmad__launch_cached_groups(clmad_context *ctx, clmad_dtype dtype, 
                                          size_t group, uint64_t bytes);
 
 /* A kernel argument of type `real` for dtype (an integer type for integer
- * dtypes: value is then in range and integral, as the callers check). */
+ * dtypes: value is then in range and integral, as the callers check; for
+ * 16-bit floats, whose kernels here only move bits, the integer too). */
 typedef union clmad_real_arg {
     float f;
     double d;
     cl_int i;
     cl_long l;
     cl_uchar u;
+    cl_ushort h; /* f16 and bf16 */
 } clmad_real_arg;
 
 /* Stores value as dtype's `real` in *arg and returns its size in bytes. */

@@ -10,6 +10,8 @@
  * Each case runs the program on two contexts, fusion on and off:
  *   z = chain(f(a, b, c)), m = z W (and, Z_TWICE, m + z V), loss = sum(m),
  * or m = log_softmax(z), mse_loss(z, c) or transpose(z) (test read_by_another_call),
+ * or where(c > other, z, other), (z < c) * z, a cast of z there and back
+ * (test read_by_elementwise_calls),
  * then reads m, z, the loss and the gradients of a, b, W and of the
  * stages' operands that need one. The chains: a unary builtin, a product
  * with a learnable w, a learnable bias row, a user kernel with a learnable
@@ -60,8 +62,9 @@ static const char *HAZARDS[] = {"none", "y kept", "flush before backward", "reta
 /* y = f(a, b, c), or y = a + b_row (a learnable bias row in the broadcast) */
 enum base { BASE_F, BASE_BIAS_ROW };
 /* What reads z: a product, a row operation, a loss against a target */
-enum consumer { MATMUL, LOG_SOFTMAX, MSE, TRANSPOSE, N_CONSUMERS };
-static const char *CONSUMERS[] = {"z W", "log_softmax(z)", "mse_loss(z, c)", "transpose(z)"};
+enum consumer { MATMUL, LOG_SOFTMAX, MSE, TRANSPOSE, WHERE, COMPARE, CAST, N_CONSUMERS };
+static const char *CONSUMERS[] = {"z W", "log_softmax(z)", "mse_loss(z, c)", "transpose(z)",
+                                  "where(c > other, z, other)", "(z < c) * z", "cast(cast(z, the other float))"};
 
 typedef struct program {
     clmad_dtype dtype;
@@ -192,7 +195,22 @@ static void run(int fuse, const program *p, results *r)
         CHECK_OK(ctx, clmad_mse_loss(ctx, z, c, &m));
     else if (p->consumer == TRANSPOSE)
         CHECK_OK(ctx, clmad_transpose(ctx, z, (const int[]){1, 0}, &m));
-    else
+    else if (p->consumer == WHERE || p->consumer == COMPARE) {
+        clmad_tensor *mask = NULL;
+        if (p->consumer == WHERE) {
+            CHECK_OK(ctx, clmad_compare(ctx, CLMAD_GT, c, other, &mask));
+            CHECK_OK(ctx, clmad_where(ctx, mask, z, other, &m));
+        } else {
+            CHECK_OK(ctx, clmad_compare(ctx, CLMAD_LT, z, c, &mask));
+            CHECK_OK(ctx, clmad_mul(ctx, mask, z, &m));
+        }
+        clmad_tensor_release(mask);
+    } else if (p->consumer == CAST) {
+        clmad_tensor *wide = NULL;
+        CHECK_OK(ctx, clmad_cast(ctx, z, p->dtype == CLMAD_F32 ? CLMAD_F64 : CLMAD_F32, &wide));
+        CHECK_OK(ctx, clmad_cast(ctx, wide, p->dtype, &m));
+        clmad_tensor_release(wide);
+    } else
         CHECK_OK(ctx, clmad_matmul(ctx, z, W, 0, 0, &m));
     if (p->hazard == Z_TWICE) { /* m + V z (rows x 3): z's adjoint is a sum of two */
         clmad_tensor *vz = NULL, *vzw = NULL, *sum = NULL;
@@ -355,7 +373,7 @@ Test(regions, bias_row_in_the_broadcast)
  * region too: a row operation, a loss, a shape operation. */
 Test(regions, read_by_another_call)
 {
-    for (int consumer = LOG_SOFTMAX; consumer < N_CONSUMERS; consumer++)
+    for (int consumer = LOG_SOFTMAX; consumer <= TRANSPOSE; consumer++)
         for (int chain = 0; chain < N_CHAINS; chain++)
             for (int policy = 0; policy < 2; policy++) {
                 program p = {.dtype = CLMAD_F32, .rows = 33, .cols = 65, .chain = chain,
@@ -364,6 +382,22 @@ Test(regions, read_by_another_call)
                              .base = chain % 3 == 0 ? BASE_BIAS_ROW : BASE_F, .consumer = consumer};
                 check(&p);
             }
+}
+
+/* The elementwise calls that end a region: a comparison, a selection, a
+ * conversion (when the device has f64). */
+Test(regions, read_by_elementwise_calls)
+{
+    for (int consumer = WHERE; consumer < N_CONSUMERS; consumer++)
+        for (int chain = consumer % 2; chain < N_CHAINS; chain += 2) {
+            if (consumer == CAST && !test_device_fp64())
+                continue;
+            program p = {.dtype = CLMAD_F32, .rows = 9, .cols = 17, .chain = chain,
+                         .hazard = chain % 4 == 1 ? FLUSH : NONE,
+                         .policy = chain % 3 ? CLMAD_PARTIALS_STORE : CLMAD_PARTIALS_RECOMPUTE,
+                         .base = chain == 2 ? BASE_BIAS_ROW : BASE_F, .consumer = consumer};
+            check(&p);
+        }
 }
 
 /* A region's kernel that fails to build (injected) leaves eager's results:

@@ -37,8 +37,16 @@ typedef enum clmad_builtin_id {
     CLMAD_BUILTIN_COUNT
 } clmad_builtin_id;
 
-/* The loss stage (CLMAD_STAGE_*, broadcast/codegen.h) that k is, when it
- * is ctx's clmad_add, clmad_sub, clmad_mul or clmad_div; else 0. */
+/* The kernels made so far, made on first use (NULL: none yet). */
+struct clmad_builtins {
+    clmad_kernel *kernels[CLMAD_BUILTIN_COUNT];
+};
+
+/* The loss stage (CLMAD_STAGE_*, broadcast/codegen.h) that builtin id is,
+ * else 0 (CLMAD_STAGE_NONE). */
+int clmad__builtin_stage_of(clmad_builtin_id id);
+
+/* The loss stage that k is, when it is one of ctx's builtins; else 0. */
 int clmad__builtin_stage(const clmad_context *ctx, const clmad_kernel *k);
 
 /* Releases the builtin kernels of ctx (clmad_context_release). */

@@ -5,6 +5,7 @@
 #include "broadcast/codegen.h"
 #include "ops/builtins.h"
 #include "broadcast/held.h"
+#include "ops/region.h"
 #include "tape/tape.h"
 #include "runtime/context_guard.h"
 
@@ -29,11 +30,6 @@ _Static_assert(CLMAD_BUILTIN_LT + CLMAD_LT == CLMAD_BUILTIN_LT && CLMAD_BUILTIN_
                    CLMAD_BUILTIN_NE + 1 == CLMAD_BUILTIN_COUNT,
                "the comparisons follow clmad_compare_op");
 
-/* The kernels made so far, made on first use (NULL: none yet). */
-struct clmad_builtins {
-    clmad_kernel *kernels[CLMAD_BUILTIN_COUNT];
-};
-
 void clmad__builtins_drop(clmad_context *ctx)
 {
     if (!ctx->builtins)
@@ -44,38 +40,11 @@ void clmad__builtins_drop(clmad_context *ctx)
     ctx->builtins = NULL;
 }
 
-static int stage_of(clmad_builtin_id id)
-{
-    switch (id) {
-    case CLMAD_BUILTIN_ADD: return CLMAD_STAGE_ADD;
-    case CLMAD_BUILTIN_SUB: return CLMAD_STAGE_SUB;
-    case CLMAD_BUILTIN_MUL: return CLMAD_STAGE_MUL;
-    case CLMAD_BUILTIN_DIV: return CLMAD_STAGE_DIV;
-    case CLMAD_BUILTIN_POW: return CLMAD_STAGE_POW;
-    case CLMAD_BUILTIN_NEG: return CLMAD_STAGE_NEG;
-    case CLMAD_BUILTIN_EXP: return CLMAD_STAGE_EXP;
-    case CLMAD_BUILTIN_LOG: return CLMAD_STAGE_LOG;
-    case CLMAD_BUILTIN_TANH: return CLMAD_STAGE_TANH;
-    case CLMAD_BUILTIN_SIGMOID: return CLMAD_STAGE_SIGMOID;
-    case CLMAD_BUILTIN_RELU: return CLMAD_STAGE_RELU;
-    case CLMAD_BUILTIN_SQRT: return CLMAD_STAGE_SQRT;
-    default: return CLMAD_STAGE_NONE;
-    }
-}
-
 /* The inputs whose partial is exactly 1 (bit j): an add's both, a sub's
  * first. Backward hands them the adjoint as it is (broadcast/node.c). */
 static uint64_t identity_inputs(clmad_builtin_id id)
 {
     return id == CLMAD_BUILTIN_ADD ? 3u : id == CLMAD_BUILTIN_SUB ? 1u : 0u;
-}
-
-int clmad__builtin_stage(const clmad_context *ctx, const clmad_kernel *k)
-{
-    for (int id = 0; ctx->builtins && id < CLMAD_BUILTIN_COUNT; id++)
-        if (ctx->builtins->kernels[id] == k)
-            return stage_of((clmad_builtin_id)id);
-    return CLMAD_STAGE_NONE;
 }
 
 /* 1 if builtin id over inputs may be held as a loss's stage: it is one
@@ -87,7 +56,7 @@ int clmad__builtin_stage(const clmad_context *ctx, const clmad_kernel *k)
  * other use writes them. */
 static int holds_stage(clmad_context *ctx, clmad_builtin_id id, clmad_tensor *const *inputs)
 {
-    const int stage = stage_of(id);
+    const int stage = clmad__builtin_stage_of(id);
     if (!stage || !inputs || !inputs[0] || inputs[0]->ctx != ctx)
         return 0;
     if (stage >= CLMAD_STAGE_NEG)
@@ -114,10 +83,12 @@ static clmad_status builtin(clmad_context *ctx, clmad_builtin_id id, clmad_tenso
         return usable;
     /* Fusion: op(y, w) over a held broadcast y is held too, and a sum over
      * it fuses the op (ops/fused_loss.c); otherwise its held inputs are
-     * written first. It reads nothing else: other held work stays held (a
-     * regulariser computed after a fused loss leaves its y unwritten). */
+     * written first, a chain whose values between were released as one
+     * region (ops/region.h). It reads nothing else: other held work stays
+     * held (a regulariser computed after a fused loss leaves its y
+     * unwritten). */
     if (!holds_stage(ctx, id, inputs)) {
-        usable = clmad__inputs_ready(ctx, inputs, BUILTINS[id].n_inputs);
+        usable = clmad__region_inputs_ready(ctx, inputs, BUILTINS[id].n_inputs);
         if (usable != CLMAD_OK)
             return usable;
     }
@@ -167,7 +138,7 @@ clmad_status clmad_where(clmad_context *ctx, clmad_tensor *cond, clmad_tensor *a
      * builtin's inputs share one dtype, and nonzero stays nonzero. */
     if (ctx && cond && a && !clmad__dtype_is_float(cond->dtype) && clmad__dtype_is_float(a->dtype) &&
         cond->ctx == ctx) {
-        CLMAD_GUARD(ctx, "clmad_where");
+        CLMAD_GUARD_HOLDING(ctx, "clmad_where"); /* clmad_cast and builtin() ready the inputs */
         clmad_tensor *mask = NULL;
         clmad_status st = clmad_cast(ctx, cond, a->dtype, &mask);
         if (st != CLMAD_OK)
@@ -184,7 +155,7 @@ clmad_status clmad_where(clmad_context *ctx, clmad_tensor *cond, clmad_tensor *a
 clmad_status clmad_compare(clmad_context *ctx, clmad_compare_op op, clmad_tensor *a, clmad_tensor *b,
                            clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_compare");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_compare"); /* builtin() readies a and b */
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_compare: ctx is NULL");
     if ((int)op < 0 || op > CLMAD_NE)

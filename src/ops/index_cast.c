@@ -2,6 +2,7 @@
 /* clmad_cast (dtype conversion; differentiable between f32 and f64) and
  * clmad_one_hot (class indices to rows of 0 and 1). */
 #include "ops/index.h"
+#include "ops/region.h"
 #include "runtime/context_guard.h"
 
 /* The kernel that converts from dtype `from`. */
@@ -83,7 +84,8 @@ const clmad_op clmad__op_cast = {.name = "clmad_cast", .backward = cast_backward
 
 clmad_status clmad_cast(clmad_context *ctx, clmad_tensor *x, clmad_dtype dtype, clmad_tensor **out)
 {
-    CLMAD_GUARD(ctx, "clmad_cast");
+    CLMAD_GUARD_HOLDING(ctx, "clmad_cast");
+    READS_ONLY(ctx, x, NULL);
     if (!ctx)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_cast: ctx is NULL");
     if (!x || !out)

@@ -52,7 +52,7 @@ void clmad__guard_forget(const clmad_context *ctx);
  * themselves (they fuse them or run what they read, their inputs'
  * (clmad__inputs_ready): clmad_dot, clmad_sum, clmad_mul, clmad_broadcast, the products, the
  * losses, the row and shape operations and gathers (clmad_matmul, clmad_cross_entropy,
- * clmad_softmax, clmad_reshape, clmad_gather, ...: ops/region.h READS_ONLY),
+ * clmad_softmax, clmad_reshape, clmad_gather, clmad_compare, clmad_cast, ...: ops/region.h READS_ONLY),
  * clmad_backward, clmad_tensor_read) and for
  * those that read no tensor (clmad_kernel_create, and clmad_tensor_create,
  * clmad_tensor_fill, clmad_tensor_zeros and clmad_tensor_scalar, which write only their new

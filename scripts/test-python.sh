@@ -24,11 +24,13 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 # The build and test requirements, once (the venv keeps them); safetensors
 # for the tests of files written and read by the package of that name;
+# ml_dtypes for bfloat16 as NumPy arrays (python/tests/test_half.py);
 # scikit-learn (its 8x8 digits) and matplotlib for python/examples/digits.py
 # (about 40 s of a fresh venv's install, once).
-if ! "$venv/bin/python" -c 'import numpy, pytest, scikit_build_core, safetensors, sklearn, matplotlib' 2>/dev/null; then
+if ! "$venv/bin/python" -c 'import numpy, pytest, scikit_build_core, safetensors, ml_dtypes, sklearn, matplotlib' \
+    2>/dev/null; then
   "$venv/bin/python" -m pip install -q --disable-pip-version-check numpy pytest scikit-build-core safetensors \
-    scikit-learn matplotlib
+    ml_dtypes scikit-learn matplotlib
 fi
 # PyOpenCL for python/tests/test_pyopencl.py (the PyOpenCL interop), once; where
 # it cannot be installed (no PyPI) that test skips, saying so, and so says this.

@@ -22,7 +22,7 @@ def copied_constants():
     constants = {"CLMAD_MAX_DIMS": _lib.MAX_DIMS, "CLMAD_OK": 0}
     constants.update({"CLMAD_WARM_UP_PROGRAMS": _lib.WARM_UP_PROGRAMS, "CLMAD_WARM_UP_GEMM": _lib.WARM_UP_GEMM,
                       "CLMAD_WARM_UP_TRAINING": _lib.WARM_UP_TRAINING})
-    for name in ("F32", "F64", "I32", "I64", "U8", "LT", "LE", "GT", "GE", "EQ", "NE",
+    for name in ("F32", "F64", "I32", "I64", "U8", "F16", "BF16", "LT", "LE", "GT", "GE", "EQ", "NE",
                  "OPTIM_SGD", "OPTIM_ADAM", "OPTIM_ADAMW"):
         constants["CLMAD_" + name] = getattr(_lib, name)
     for name in ("CHUNK_CAP", "POOL_LIMIT_BYTES", "RETAIN_TAPE", "DISABLE_GRAD", "PARTIALS_POLICY"):

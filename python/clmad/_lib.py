@@ -206,6 +206,7 @@ for _name, (_res, _args) in _PROTOTYPES.items():
 
 # clmad_dtype, clmad_compare_op, clmad_context_param, clmad_optimizer_kind
 F32, F64, I32, I64, U8 = 0, 1, 2, 3, 4
+F16, BF16 = 5, 6  # 16-bit floats, for storage: each element its uint16 bit pattern
 LT, LE, GT, GE, EQ, NE = range(6)
 PARAM_CHUNK_CAP, PARAM_POOL_LIMIT_BYTES, PARAM_RETAIN_TAPE, PARAM_DISABLE_GRAD, PARAM_PARTIALS_POLICY = range(5)
 OPTIM_SGD, OPTIM_ADAM, OPTIM_ADAMW = range(3)

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _lib
 from .errors import ReleasedError, check, raise_for
-from .tensor import Tensor, dtype_code, new_tensor
+from .tensor import BFLOAT16, Tensor, bf16_bits, dtype_code, is_bfloat16, new_tensor
 
 L = _lib.lib
 
@@ -297,9 +297,21 @@ class Context:
     # --- tensors -----------------------------------------------------------------
     def tensor(self, data, requires_grad=False, dtype=None):
         """A tensor holding a copy of data (a NumPy array or anything np.asarray takes);
-        dtype from the array (float32 or float64) unless given."""
-        a = np.asarray(data) if dtype is None else np.asarray(data, dtype=dtype)
-        code = dtype_code(a.dtype)
+        dtype from the array (float32 or float64) unless given. A bfloat16 tensor
+        (dtype "bfloat16" or ml_dtypes.bfloat16) takes a np.uint16 or bfloat16 array
+        as its bit patterns, and other data as values, converted to float32 by NumPy
+        and rounded to the nearest bfloat16 (ties to even) by clmad.cast."""
+        if dtype is not None and is_bfloat16(dtype):
+            a = bf16_bits(data)
+            if a is None:  # values
+                from .functional import cast
+                with np.errstate(over="ignore"):  # (past float32's range is past bfloat16's: inf either way)
+                    t = cast(self.tensor(data, dtype=np.float32), BFLOAT16)
+                return t.requires_grad_(True) if requires_grad else t  # (which refuses: bf16 has no gradient)
+            code = _lib.BF16
+        else:
+            a = np.asarray(data) if dtype is None else np.asarray(data, dtype=dtype)
+            code = dtype_code(a.dtype)
         if not a.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
             a = a.copy(order="C")
         t = new_tensor(self, L.clmad_tensor_create, code, a.ndim, _lib.size_array(a.shape),
@@ -313,11 +325,11 @@ class Context:
         """A tensor over a DLPack producer's host memory (np.from_dlpack): shared,
         without a copy, where the device's memory is the host's and the data is
         C-contiguous, aligned and writable; a copy otherwise."""
-        from .dlpack import wrap_host_array
-        a = np.from_dlpack(obj)
-        t = wrap_host_array(self, a, dtype_code(a.dtype))
+        from .dlpack import import_array, wrap_host_array
+        a, code = import_array(obj)
+        t = wrap_host_array(self, a, code)
         if t is None:
-            return self.tensor(a, requires_grad)
+            return self.tensor(a, requires_grad, BFLOAT16 if code == _lib.BF16 else None)
         if requires_grad:
             t.requires_grad = True
         return t

@@ -11,15 +11,22 @@ Import: the producer's host memory as the tensor's buffer
 (CL_MEM_USE_HOST_PTR, clmad_tensor_wrap_cl); the producer's array is kept
 until OpenCL frees the buffer (a destructor callback), which may be after
 the Python tensor is gone, since the tape or other tensors may hold it.
+
+Dtypes: NumPy's (float16 is kDLFloat of 16 bits), and bfloat16 as kDLBfloat
+of 16 bits, which NumPy neither exports nor imports: its bits go through
+NumPy as kDLUInt of 16 bits, the capsule's DLDataType relabelled here.
 """
+import ctypes
 import itertools
 import threading
-from ctypes import byref, c_int32, c_size_t, c_void_p
+from ctypes import Structure, byref, c_char_p, c_int32, c_int64, c_size_t, c_uint8, c_uint16, c_uint32, \
+    c_uint64, c_void_p, POINTER
 
 import numpy as np
 
 from . import _lib, _opencl as ocl
 from .errors import OpenCLError, raise_for
+from .tensor import dtype_code, is_bfloat16
 
 L = _lib.lib
 
@@ -35,7 +42,9 @@ class _Mapping:
         mem, offset = c_void_p(), c_size_t()
         L.clmad_tensor_get_cl(self._tensor, byref(mem), byref(offset))
         self._mem = mem.value
-        shape, dtype = tensor.shape, tensor.dtype
+        shape, dtype = tensor.shape, tensor._host_dtype()
+        if dtype.kind == "V":
+            dtype = np.dtype(np.uint16)  # bfloat16's bits (an interface's typestr cannot name ml_dtypes' dtype)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         # clmad's queue runs in order: the map waits for the kernels that write the tensor.
         err = c_int32()
@@ -70,7 +79,111 @@ def host_view(tensor):
     objects = _objects(tensor._ctx)
     if objects is None or not tensor.shape or 0 in tensor.shape:
         return None  # (an empty or 0-d tensor: a copy costs nothing)
-    return np.asarray(_Mapping(tensor, objects[2]))
+    a = np.asarray(_Mapping(tensor, objects[2]))
+    dtype = tensor._host_dtype()
+    return a if a.dtype == dtype else a.view(dtype)
+
+
+# --- DLPack capsules: the DLDataType, to relabel bfloat16 (dlpack.h) --------------------
+KDL_UINT, KDL_FLOAT, KDL_BFLOAT = 1, 2, 4
+
+
+class DLDataType(Structure):
+    _fields_ = [("code", c_uint8), ("bits", c_uint8), ("lanes", c_uint16)]
+
+
+class _DLTensor(Structure):
+    _fields_ = [("data", c_void_p), ("device_type", c_int32), ("device_id", c_int32), ("ndim", c_int32),
+                ("dtype", DLDataType), ("shape", POINTER(c_int64)), ("strides", POINTER(c_int64)),
+                ("byte_offset", c_uint64)]
+
+
+class _DLManagedTensor(Structure):  # the capsule "dltensor"
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", c_void_p), ("deleter", c_void_p)]
+
+
+class _DLManagedTensorVersioned(Structure):  # the capsule "dltensor_versioned" (DLPack 1.0)
+    _fields_ = [("major", c_uint32), ("minor", c_uint32), ("manager_ctx", c_void_p), ("deleter", c_void_p),
+                ("flags", c_uint64), ("dl_tensor", _DLTensor)]
+
+
+_capsule_name = ctypes.pythonapi.PyCapsule_GetName
+_capsule_name.restype, _capsule_name.argtypes = c_char_p, [ctypes.py_object]
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype, _capsule_pointer.argtypes = c_void_p, [ctypes.py_object, c_char_p]
+
+
+def capsule_dtype(capsule):
+    """The DLDataType in an unconsumed DLPack capsule (the producer's memory: writing
+    its fields relabels the tensor)."""
+    name = _capsule_name(capsule)
+    struct = {b"dltensor": _DLManagedTensor, b"dltensor_versioned": _DLManagedTensorVersioned}.get(name)
+    if struct is None:
+        raise ValueError(f"clmad: not an unconsumed DLPack capsule (named {name!r})")
+    return struct.from_address(_capsule_pointer(capsule, name)).dl_tensor.dtype
+
+
+def export(tensor, stream, kwargs):
+    """Tensor.__dlpack__: host_view's array (or a copy) as NumPy exports it, a
+    bfloat16 tensor's as kDLBfloat."""
+    a = host_view(tensor)
+    if a is None:
+        a = tensor.numpy()
+    bf16 = L.clmad_tensor_dtype(tensor._handle) == _lib.BF16
+    if bf16:
+        a = a.view(np.uint16)  # NumPy exports no bfloat16: its bits, relabelled below
+    try:
+        capsule = a.__dlpack__(stream=stream, **kwargs)
+    except TypeError:
+        capsule = a.__dlpack__(stream=stream)
+    if bf16:
+        capsule_dtype(capsule).code = KDL_BFLOAT
+    return capsule
+
+
+class _Made:
+    """A DLPack producer that hands out one capsule made already."""
+
+    def __init__(self, capsule, device):
+        self._capsule, self._device = capsule, device
+
+    def __dlpack__(self, **kwargs):
+        return self._capsule
+
+    def __dlpack_device__(self):
+        return self._device
+
+
+def import_array(obj):
+    """(array, clmad_dtype) of np.from_dlpack(obj); a bfloat16 producer's (kDLBfloat,
+    which NumPy does not import) as a np.uint16 array of its bits, tagged bf16."""
+    if isinstance(obj, np.ndarray) and is_bfloat16(obj.dtype):
+        return obj.view(np.uint16), _lib.BF16  # (NumPy does not export it either)
+    try:
+        a = np.from_dlpack(obj)
+    except (BufferError, RuntimeError, TypeError, ValueError):  # (NumPy's for kDLBfloat: RuntimeError)
+        a = _bfloat16_bits(obj)
+        if a is None:
+            raise
+        return a, _lib.BF16
+    return a, dtype_code(a.dtype)
+
+
+def _bfloat16_bits(obj):
+    """A bfloat16 producer's tensor as np.uint16 (a capsule of its own, relabelled
+    kDLUInt for NumPy), or None where obj is no such producer."""
+    try:
+        try:
+            capsule = obj.__dlpack__(max_version=(1, 0))  # (NumPy takes an older one as read-only)
+        except TypeError:
+            capsule = obj.__dlpack__()
+        dt = capsule_dtype(capsule)
+    except Exception:
+        return None
+    if (dt.code, dt.bits, dt.lanes) != (KDL_BFLOAT, 16, 1):
+        return None  # (the unconsumed capsule's destructor frees it)
+    dt.code = KDL_UINT
+    return np.from_dlpack(_Made(capsule, obj.__dlpack_device__()))
 
 
 # The arrays whose memory backs a wrapped buffer, until OpenCL frees it.

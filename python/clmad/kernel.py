@@ -75,7 +75,7 @@ class Kernel:
     def _inputs(self, inputs):
         if len(inputs) != self.n_inputs:
             raise InvalidArgumentError(f"{self.name} takes {self.n_inputs} inputs, got {len(inputs)}")
-        dtype = next((x.dtype for x in inputs if isinstance(x, Tensor) and x.dtype.kind == "f"),
+        dtype = next((x.dtype for x in inputs if isinstance(x, Tensor) and getattr(x.dtype, "kind", "") == "f"),
                      np.dtype(np.float32))
         return self._as_tensors(inputs, dtype)
 

@@ -263,7 +263,7 @@ def _from_pyopencl(owner, obj, **options):
     which must be in order. options as for Context(), except device.
     ctx.from_pyopencl(array, requires_grad=False): a tensor over a
     pyopencl.array.Array's memory, without a copy (C-contiguous; float32,
-    float64, int32, int64 or uint8; of ctx's OpenCL context; an offset in its
+    float64, int32, int64, uint8, float16 or ml_dtypes.bfloat16; of ctx's OpenCL context; an offset in its
     buffer must be a multiple of the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN).
     See python/README.md, "PyOpenCL interop"."""
     if isinstance(owner, type):
@@ -300,7 +300,7 @@ def to_array(tensor, queue=None):
     status = L.clmad_tensor_get_cl(tensor._handle, byref(mem), byref(offset))  # (enqueues held-back work)
     if status:
         raise_for(status, ctx._raw)
-    shape, dtype = tensor.shape, tensor.dtype
+    shape, dtype = tensor.shape, tensor._host_dtype()  # (bfloat16: ml_dtypes' or np.uint16, as numpy())
     if not mem.value:
         return cl.array.empty(queue, shape, dtype)  # an empty tensor has no buffer
     if queue.int_ptr != clmad_queue:

@@ -18,18 +18,65 @@ _tensor_p = _lib.tensor_p
 _backward = L.clmad_backward
 _zero_grad = L.clmad_tensor_zero_grad
 _DTYPES = {_lib.F32: np.dtype(np.float32), _lib.F64: np.dtype(np.float64), _lib.I32: np.dtype(np.int32),
-           _lib.I64: np.dtype(np.int64), _lib.U8: np.dtype(np.uint8)}
+           _lib.I64: np.dtype(np.int64), _lib.U8: np.dtype(np.uint8), _lib.F16: np.dtype(np.float16)}
 _CODES = {v: k for k, v in _DTYPES.items()}
+BFLOAT16 = "bfloat16"  # the dtype of bf16 tensors where ml_dtypes is not installed (NumPy has no bfloat16)
+
+
+def ml_bfloat16():
+    """NumPy's dtype of ml_dtypes.bfloat16, or None where ml_dtypes is not installed.
+    The import is tried on each call (sys.modules answers it after the first): the
+    package is optional, and a test hides it with sys.modules["ml_dtypes"] = None."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def is_bfloat16(dtype):
+    """Whether dtype names bf16: the string "bfloat16" or ml_dtypes' dtype (or one alike)."""
+    if isinstance(dtype, str):
+        return dtype == BFLOAT16
+    try:
+        d = np.dtype(dtype)
+    except TypeError:
+        return False
+    return d.name == BFLOAT16 and d.itemsize == 2
 
 
 def dtype_code(dtype):
-    """The clmad_dtype of a NumPy dtype (float32, float64, int32, int64, uint8)."""
-    from .errors import DtypeError
+    """The clmad_dtype of a NumPy dtype (float32, float64, int32, int64, uint8, float16)
+    or of bfloat16 (the string "bfloat16", or ml_dtypes.bfloat16)."""
     try:
         return _CODES[np.dtype(dtype)]
     except (KeyError, TypeError):
-        raise DtypeError(f"clmad tensors are float32, float64, int32, int64 or uint8, not {dtype}"
-                         + (" (a bool mask: .astype(np.uint8))" if str(dtype) == "bool" else "")) from None
+        if is_bfloat16(dtype):
+            return _lib.BF16
+    from .errors import DtypeError
+    raise DtypeError(f"clmad tensors are float32, float64, int32, int64, uint8, float16 or bfloat16 (dtype "
+                     f'"bfloat16" or ml_dtypes.bfloat16), not {dtype}'
+                     + (" (a bool mask: .astype(np.uint8))" if str(dtype) == "bool" else ""))
+
+
+def host_dtype(code):
+    """The NumPy dtype of the host copy of a tensor of clmad_dtype code: a bf16
+    tensor's is ml_dtypes.bfloat16, or np.uint16 (its bit patterns) without it."""
+    if code == _lib.BF16:
+        bf16 = ml_bfloat16()  # (a dtype is falsy: no `or`)
+        return np.dtype(np.uint16) if bf16 is None else bf16
+    return _DTYPES[code]
+
+
+def bf16_bits(data):
+    """data as a C-contiguous np.uint16 array of bf16 bit patterns when it holds them
+    (a np.uint16 array, or a bfloat16 one), else None: data holds values to round."""
+    a = np.asarray(data)
+    if a.dtype != np.uint16 and not is_bfloat16(a.dtype):
+        return None
+    if not a.flags.c_contiguous:
+        a = a.copy(order="C")
+    return a.view(np.uint16)
 
 
 def new_tensor(ctx, fn, *args):
@@ -99,10 +146,21 @@ class Tensor:
 
     @property
     def dtype(self):
+        """The NumPy dtype; a bfloat16 tensor's is np.dtype(ml_dtypes.bfloat16), or
+        where ml_dtypes is not installed the string "bfloat16" (see BFLOAT16)."""
         h = self._handle
         if self._dtype is None:
-            self._dtype = _DTYPES[L.clmad_tensor_dtype(h)]
+            code = L.clmad_tensor_dtype(h)
+            if code == _lib.BF16:
+                bf16 = ml_bfloat16()
+                self._dtype = BFLOAT16 if bf16 is None else bf16
+            else:
+                self._dtype = _DTYPES[code]
         return self._dtype
+
+    def _host_dtype(self):
+        """The NumPy dtype of the tensor's host copy (see host_dtype)."""
+        return host_dtype(L.clmad_tensor_dtype(self._handle))
 
     def __len__(self):
         if not self.shape:
@@ -134,9 +192,11 @@ class Tensor:
 
     # --- values ----------------------------------------------------------------
     def numpy(self):
-        """A new NumPy array holding the tensor's values (a copy; waits for the device)."""
+        """A new NumPy array holding the tensor's values (a copy; waits for the device).
+        A bfloat16 tensor's is an ml_dtypes.bfloat16 array, or where ml_dtypes is not
+        installed a np.uint16 array of its bit patterns."""
         h = self._handle
-        out = np.empty(self.shape, self.dtype)
+        out = np.empty(self.shape, self._host_dtype())
         status = L.clmad_tensor_read(h, out.ctypes.data, out.nbytes)
         if status:
             raise_for(status, self._ctx._raw)
@@ -154,6 +214,9 @@ class Tensor:
                                  "not the host's, the tensor is empty or 0-d, or the dtype differs)")
             return a
         a = self.numpy()
+        if dtype is not None and a.dtype == np.uint16 and L.clmad_tensor_dtype(self._h) == _lib.BF16 \
+                and np.dtype(dtype) != np.uint16:
+            a = F.cast(self, np.float32).numpy()  # bfloat16's values, not its bits (ml_dtypes absent)
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def item(self):
@@ -170,16 +233,29 @@ class Tensor:
         return bool(self.item())
 
     def write(self, array):
-        """Overwrites the values from a NumPy array of the same shape (converted to the dtype)."""
-        a = np.asarray(array, dtype=self.dtype)
-        if not a.flags.c_contiguous:
-            a = a.copy(order="C")
+        """Overwrites the values from a NumPy array of the same shape (converted to the
+        dtype; for a bfloat16 tensor as ctx.tensor(array, dtype="bfloat16") converts)."""
+        h = self._handle
+        if L.clmad_tensor_dtype(h) == _lib.BF16:
+            a = bf16_bits(array)
+            if a is None:  # values: rounded on the device (a tensor of its own, copied)
+                values = self._ctx.tensor(array, dtype=BFLOAT16)
+                self._check_shape(values)
+                self.copy_(values)
+                return
+        else:
+            a = np.asarray(array, dtype=self.dtype)
+            if not a.flags.c_contiguous:
+                a = a.copy(order="C")
+        self._check_shape(a)
+        status = L.clmad_tensor_write(h, a.ctypes.data, a.nbytes)
+        if status:
+            raise_for(status, self._ctx._raw)
+
+    def _check_shape(self, a):
         if a.shape != self.shape:
             from .errors import ShapeError
             raise ShapeError(f"write: array of shape {a.shape} into a tensor of shape {self.shape}")
-        status = L.clmad_tensor_write(self._handle, a.ctypes.data, a.nbytes)
-        if status:
-            raise_for(status, self._ctx._raw)
 
     def copy_(self, src):
         """Copies src's values into this tensor on the device (not recorded)."""
@@ -192,14 +268,8 @@ class Tensor:
     def __dlpack__(self, stream=None, **kwargs):
         """The tensor's memory itself where the device's memory is the host's (CPU
         devices), else a host copy; see the README's DLPack notes."""
-        from .dlpack import host_view
-        a = host_view(self)
-        if a is None:
-            a = self.numpy()
-        try:
-            return a.__dlpack__(stream=stream, **kwargs)
-        except TypeError:
-            return a.__dlpack__(stream=stream)
+        from .dlpack import export
+        return export(self, stream, kwargs)
 
     def __dlpack_device__(self):
         return (1, 0)  # kDLCPU: the memory exported is host memory (the buffer, or a copy)
@@ -243,7 +313,7 @@ class Tensor:
         """Backward pass from this tensor (one element, or give seed of its shape)."""
         ctx = self._ctx
         if seed is not None and not isinstance(seed, Tensor):
-            seed = ctx.tensor(np.asarray(seed, dtype=self.dtype))
+            seed = ctx.tensor(seed, dtype=self.dtype)
         status = _backward(ctx._live, self._handle, seed._handle if seed is not None else None)
         if status:
             raise_for(status, ctx._raw)

@@ -94,15 +94,17 @@ def test_files_of_the_safetensors_package_both_ways(ctx, rng, tmp_path):
         assert same_bits(theirs_read[name], a), name
     with safe_open(str(ours), framework="numpy") as f:
         assert f.metadata() == {"written_by": "clmad"}
-    # safetensors -> clmad, a float16 tensor among them (a dtype clmad has not)
+    # safetensors -> clmad, float16 (test_half.py) and an int16 tensor among them (a dtype clmad has not)
     theirs = tmp_path / "from_python.safetensors"
-    st.save_file({**data, "halves": np.arange(4, dtype=np.float16)}, str(theirs), metadata={"by": "them"})
-    names = [n for n in data]
+    halves = np.arange(4, dtype=np.float16) / 3
+    st.save_file({**data, "halves": halves, "shorts": np.arange(4, dtype=np.int16)}, str(theirs),
+                 metadata={"by": "them"})
+    names = [n for n in data] + ["halves"]
     loaded = ctx.load(theirs, names=names)
-    for name, a in data.items():
+    for name, a in {**data, "halves": halves}.items():
         assert same_bits(loaded[name].numpy(), a), name
     assert clmad.read_metadata(theirs, "by") == "them"
-    with pytest.raises(clmad.UnsupportedError, match="halves"):
+    with pytest.raises(clmad.UnsupportedError, match="shorts"):
         ctx.load(theirs)
 
 

@@ -1,0 +1,294 @@
+# SPDX-License-Identifier: Apache-2.0
+"""16-bit tensors from Python (CLMAD_F16, CLMAD_BF16): storage only. float16 is
+NumPy's; bfloat16 is ml_dtypes.bfloat16 where that package is installed, else
+the dtype "bfloat16" with np.uint16 bit patterns on the host. The device's
+rounding is checked against NumPy, ml_dtypes and a rounding written here."""
+import sys
+
+import numpy as np
+import pytest
+
+import clmad
+from clmad import dlpack
+
+F16_MAX = 65504.0
+
+
+@pytest.fixture
+def no_ml_dtypes(monkeypatch):
+    """As where ml_dtypes is not installed: importing it fails (clmad tries on each use)."""
+    monkeypatch.setitem(sys.modules, "ml_dtypes", None)
+
+
+def f32_values(rng, n=100_000):
+    """float32 values for rounding to 16 bits: random bit patterns (every exponent,
+    NaNs of many payloads), random values in float16's range, and the corners."""
+    every = rng.integers(0, 2**32, n // 2, dtype=np.uint64).astype(np.uint32)
+    sign = rng.integers(0, 2, n // 2, dtype=np.uint32) << 31
+    exponent = rng.integers(127 - 27, 127 + 17, n // 2, dtype=np.uint32) << 23  # 2^-27 .. 2^16
+    in_range = sign | exponent | rng.integers(0, 2**23, n // 2, dtype=np.uint32)
+    ulp16 = 2.0 ** -24  # float16's smallest subnormal
+    corners = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1.0, -1.0,
+               1 + 2**-11, 1 + 3 * 2**-11, -(1 + 2**-11), 2048 + 1, 2048 + 3,  # ties: to even
+               ulp16, ulp16 / 2, 3 * ulp16 / 2, ulp16 / 2 * (1 + 2**-20), ulp16 / 4, 2**-14 - ulp16 / 2,
+               F16_MAX, 65519.99, 65520.0, 65536.0, -65520.0, 1e30, 3.4028235e38, 1e-45,
+               1 + 2**-8, 1 + 3 * 2**-8, 1 + 2**-8 + 2**-20]  # (bfloat16's ties and near-ties)
+    return np.concatenate([every.view(np.float32), in_range.view(np.float32), np.array(corners, np.float32)])
+
+
+def bf16_reference(x):
+    """float32 -> bfloat16 bits, nearest, ties to even, written here in integers:
+    the upper half of the float32 after adding just under half of its lower half's
+    unit (a carry runs into the exponent, to infinity too); NaNs stay NaNs."""
+    b = x.view(np.uint32).astype(np.uint64)
+    rounded = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+    return np.where(np.isnan(x), (b >> 16) | 0x40, rounded).astype(np.uint16)
+
+
+def bf16_nan(bits):
+    return (bits & 0x7F80 == 0x7F80) & (bits & 0x7F != 0)
+
+
+def assert_same(got, want, isnan=np.isnan, uint=np.uint16):
+    """Bit for bit, but NaNs only as NaNs (of any payload or sign)."""
+    assert got.shape == want.shape
+    nan_got, nan_want = isnan(got), isnan(want)
+    assert (nan_got == nan_want).all(), np.flatnonzero(nan_got != nan_want)[:5]
+    g, w = got.view(uint)[~nan_want], want.view(uint)[~nan_want]
+    bad = np.flatnonzero(g != w)
+    assert not bad.size, f"{bad.size} differ, the first: {g[bad[0]]:#x}, not {w[bad[0]]:#x}"
+
+
+# --- float16 ---------------------------------------------------------------------------
+def test_float16_round_trip_and_facts(ctx, rng):
+    bits = np.arange(2**16, dtype=np.uint16).reshape(256, 256)  # every pattern, NaNs too
+    t = ctx.tensor(bits.view(np.float16))
+    assert t.dtype == np.float16 and t.shape == (256, 256)
+    back = t.numpy()
+    assert back.dtype == np.float16 and back.view(np.uint16).tobytes() == bits.tobytes()
+    assert ctx.tensor(np.float16(1 / 3)).item() == float(np.float16(1 / 3))
+    assert "dtype=f16" in repr(ctx.tensor(np.ones(2, np.float16)))
+    # Filled on the device, rounded as NumPy rounds.
+    assert ctx.full((2, 3), 1 / 3, np.float16).numpy().tobytes() == np.full((2, 3), 1 / 3, np.float16).tobytes()
+    assert ctx.zeros(4, np.float16).numpy().tobytes() == bytes(8)
+    assert ctx.scalar(65519.0, np.float16).numpy().view(np.uint16) == np.float16(65519.0).view(np.uint16)
+    t.write(np.full((256, 256), -2.5, np.float16))
+    assert (t.numpy() == -2.5).all()
+
+
+def test_float16_storage_operations(ctx, rng):
+    a = rng.normal(size=(4, 6)).astype(np.float16)
+    t = ctx.tensor(a)
+    for got, want in ((t[1:3], a[1:3]), (t.T, a.T), (t.reshape(3, 8), a.reshape(3, 8)),
+                      (clmad.concat([t, t[:1]]), np.concatenate([a, a[:1]])),
+                      (clmad.index_select(t, 1, ctx.tensor(np.array([5, 0, 5], np.int64))), a[:, [5, 0, 5]])):
+        assert got.dtype == np.float16 and got.numpy().tobytes() == np.ascontiguousarray(want).tobytes()
+
+
+def test_cast_float32_to_float16_as_numpy(ctx, rng):
+    x = f32_values(rng)
+    got = clmad.cast(ctx.tensor(x), np.float16).numpy()
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float16)
+    assert got.dtype == np.float16
+    assert_same(got, want)
+    # Some corners' roundings spelled out, should NumPy be wrong too.
+    ulp16 = 2.0 ** -24
+    x = np.array([1 + 2**-11, 1 + 3 * 2**-11, 2049, ulp16 / 2, 3 * ulp16 / 2, 65519.99, 65520, -np.inf], np.float32)
+    got = clmad.cast(ctx.tensor(x), np.float16).numpy()
+    assert got.tolist() == [1.0, 1 + 2**-9, 2048, 0.0, 2 * ulp16, F16_MAX, np.inf, -np.inf]
+
+
+def test_cast_float64_to_float16_rounds_once(ctx64):
+    """f64 -> f16 directly, as NumPy: through float32 the first value would tie to 1."""
+    x = np.array([1 + 2**-11 + 2**-40, 1 + 2**-11, 2.0**-25 * (1 + 2**-40), 1e300, -1e-300])
+    got = clmad.cast(ctx64.tensor(x), np.float16).numpy()
+    assert got.tolist() == [1 + 2**-10, 1.0, 2.0**-24, np.inf, -0.0]
+    assert np.signbit(got[-1])
+    with np.errstate(over="ignore"):
+        assert_same(got, x.astype(np.float16))
+
+
+def test_widen_every_float16(ctx):
+    h = np.arange(2**16, dtype=np.uint16).view(np.float16)
+    t = ctx.tensor(h)
+    assert_same(clmad.cast(t, np.float32).numpy(), h.astype(np.float32), uint=np.uint32)
+    if ctx.fp64:
+        assert_same(clmad.cast(t, np.float64).numpy(), h.astype(np.float64), uint=np.uint64)
+    # And back: every float16 survives float32 unchanged (NaNs as NaNs).
+    assert_same(clmad.cast(clmad.cast(t, np.float32), np.float16).numpy(), h)
+
+
+# --- bfloat16 with ml_dtypes -------------------------------------------------------------
+def test_bfloat16_with_ml_dtypes(ctx, rng):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    x = f32_values(rng)
+    t = clmad.cast(ctx.tensor(x), "bfloat16")
+    assert t.dtype == bf16 and t.dtype == "bfloat16" and "dtype=bf16" in repr(t[:2])
+    got = t.numpy()
+    assert got.dtype == bf16
+    with np.errstate(over="ignore", invalid="ignore"):  # (ml_dtypes' NaNs and infinities)
+        assert_same(got, x.astype(bf16))
+    assert_same(got.view(np.uint16), bf16_reference(x), isnan=bf16_nan)
+    # Values given for a bf16 tensor round as the cast does, under either name of the dtype.
+    assert ctx.tensor(x, dtype=ml_dtypes.bfloat16).numpy().tobytes() == got.tobytes()
+    # Widening every pattern, and a bfloat16 array in and out as it is.
+    every = np.arange(2**16, dtype=np.uint16).view(bf16)
+    w = ctx.tensor(every)
+    assert w.dtype == bf16 and w.numpy().tobytes() == every.tobytes()
+    assert_same(clmad.cast(w, np.float32).numpy(), every.astype(np.float32), uint=np.uint32)
+    assert ctx.scalar(1 / 3, ml_dtypes.bfloat16).item() == float(np.float32(1 / 3).astype(bf16))
+
+
+# --- bfloat16 without ml_dtypes: "bfloat16" and np.uint16 bit patterns --------------------------
+def test_bfloat16_without_ml_dtypes(ctx, rng, no_ml_dtypes):
+    with pytest.raises(ImportError):
+        import ml_dtypes  # noqa: F401 (the fixture hides it)
+    bits = np.arange(2**16, dtype=np.uint16)
+    t = ctx.tensor(bits, dtype="bfloat16")
+    assert t.dtype == "bfloat16" and str(t.dtype) == "bfloat16"
+    back = t.numpy()
+    assert back.dtype == np.uint16 and back.tobytes() == bits.tobytes()
+    # Widening: the bits are float32's upper half (np.asarray with a dtype: values, not bits).
+    wide = (bits.astype(np.uint32) << 16).view(np.float32)
+    assert_same(clmad.cast(t, np.float32).numpy(), wide, uint=np.uint32)
+    assert_same(np.asarray(t, dtype=np.float32), wide, uint=np.uint32)
+    assert np.asarray(t, dtype=np.uint16).tobytes() == bits.tobytes()
+    x = f32_values(rng)
+    want = bf16_reference(x)
+    assert_same(clmad.cast(ctx.tensor(x), "bfloat16").numpy(), want, isnan=bf16_nan)
+    assert_same(ctx.tensor(x, dtype="bfloat16").numpy(), want, isnan=bf16_nan)  # values, not bits
+    third = bf16_reference(np.array([1 / 3], np.float32))[0]
+    assert third == 0x3EAB  # 0x3EAAAAAB rounds up
+    assert (ctx.full((2, 2), 1 / 3, "bfloat16").numpy() == third).all()
+    assert ctx.scalar(2.5, "bfloat16").item() == 2.5 and ctx.zeros(3, "bfloat16").numpy().tobytes() == bytes(6)
+    # Writing: np.uint16 as bits, anything else as values.
+    z = ctx.zeros(3, dtype=t.dtype)
+    z.write(np.array([0x3F80, 0x7F80, 0xFF80], np.uint16))
+    assert clmad.cast(z, np.float32).numpy().tolist() == [1.0, np.inf, -np.inf]
+    z.write([1.0, 1 + 2**-8, 1 + 3 * 2**-8])
+    assert z.numpy().tolist() == [0x3F80, 0x3F80, 0x3F82]
+    with pytest.raises(clmad.ShapeError):
+        z.write([1.0, 2.0])
+
+
+def test_dtype_error_names_the_16_bit_dtypes(ctx, no_ml_dtypes):
+    with pytest.raises(clmad.DtypeError, match="float16 or bfloat16"):
+        ctx.zeros(3, np.uint16)
+    with pytest.raises(clmad.DtypeError, match="float16 or bfloat16"):
+        ctx.tensor(np.zeros(3, np.int16))
+
+
+# --- what they refuse --------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_computing_and_gradients_are_refused(ctx, dtype):
+    a = ctx.full(3, 1.5, dtype)
+    with pytest.raises(clmad.DtypeError, match="clmad_cast"):
+        a + a
+    with pytest.raises(clmad.DtypeError, match="clmad_cast"):
+        a.sum()
+    with pytest.raises(clmad.DtypeError):
+        a.requires_grad = True
+    with pytest.raises(clmad.DtypeError):
+        ctx.tensor(np.ones(2, np.float16), requires_grad=True)
+    # A cast to 16 bits records no gradient: it ends the graph.
+    x = ctx.tensor(np.ones(3, np.float32), requires_grad=True)
+    assert not clmad.cast(x, dtype).requires_grad
+    assert clmad.cast(a, np.float32).numpy().tolist() == [1.5] * 3
+
+
+# --- DLPack ------------------------------------------------------------------------------
+@pytest.fixture(params=["as the device is", "as on a discrete GPU"])
+def shared(request, ctx, monkeypatch):
+    """Whether DLPack shares memory in this run (as test_core's fixture)."""
+    if request.param == "as on a discrete GPU":
+        monkeypatch.setattr(dlpack, "_objects", lambda ctx: None)
+        return False
+    return ctx.device.host_unified_memory
+
+
+def test_dlpack_float16_both_ways(ctx, rng, shared):
+    a = rng.normal(size=(3, 5)).astype(np.float16)
+    t = ctx.tensor(a)
+    dt = dlpack.capsule_dtype(t.__dlpack__())
+    assert (dt.code, dt.bits, dt.lanes) == (dlpack.KDL_FLOAT, 16, 1)
+    out = np.from_dlpack(t)
+    assert out.dtype == np.float16 and out.tobytes() == a.tobytes()
+    out[0, 0] = 7.0
+    assert t.numpy()[0, 0] == (7.0 if shared else a[0, 0])
+    u = ctx.from_dlpack(a)
+    assert u.dtype == np.float16 and u.numpy().tobytes() == a.tobytes()
+
+
+def test_dlpack_bfloat16_is_kdlbfloat(ctx, no_ml_dtypes, shared):
+    """Exported as kDLBfloat (which NumPy does not import); imported from it."""
+    bits = np.array([[0x3F80, 0xC000], [0x7FC0, 0x0001]], np.uint16)
+    t = ctx.tensor(bits, dtype="bfloat16")
+    for capsule in (t.__dlpack__(), t.__dlpack__(max_version=(1, 0))):
+        dt = dlpack.capsule_dtype(capsule)
+        assert (dt.code, dt.bits, dt.lanes) == (dlpack.KDL_BFLOAT, 16, 1)
+    u = ctx.from_dlpack(t)
+    assert u.dtype == "bfloat16" and u.numpy().tobytes() == bits.tobytes()
+    t.write(np.array([[0x4000, 0x4040], [0, 0]], np.uint16))
+    assert u.numpy()[0].tolist() == ([0x4000, 0x4040] if shared else [0x3F80, 0xC000])
+    if shared:
+        view = np.asarray(t, copy=False)
+        assert view.dtype == np.uint16 and view[0].tolist() == [0x4000, 0x4040]
+
+
+def test_dlpack_bfloat16_with_ml_dtypes(ctx, shared):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    a = np.array([1.0, -2.0, 0.33], ml_dtypes.bfloat16)
+    u = ctx.from_dlpack(a)  # (NumPy exports no bfloat16: taken as its bits)
+    assert u.dtype == ml_dtypes.bfloat16 and u.numpy().tobytes() == a.tobytes()
+    assert ctx.from_dlpack(u).numpy().tobytes() == a.tobytes()
+    if shared:
+        assert np.asarray(u, copy=False).dtype == ml_dtypes.bfloat16
+
+
+# --- safetensors -------------------------------------------------------------------------
+def test_safetensors_round_trip(ctx, rng, tmp_path):
+    h = rng.normal(size=(4, 3)).astype(np.float16)
+    b = rng.integers(0, 2**16, (2, 5), dtype=np.uint16)  # any bits, NaNs included
+    path = tmp_path / "half.safetensors"
+    clmad.save(path, {"h": ctx.tensor(h), "b": ctx.tensor(b, dtype="bfloat16"), "s": ctx.scalar(2.0, np.float16)})
+    loaded = ctx.load(path)
+    assert list(loaded) == ["h", "b", "s"]
+    assert loaded["h"].dtype == np.float16 and loaded["h"].numpy().tobytes() == h.tobytes()
+    assert str(loaded["b"].dtype) == "bfloat16" and loaded["b"].numpy().view(np.uint16).tobytes() == b.tobytes()
+    assert loaded["s"].shape == () and loaded["s"].item() == 2.0
+    into = {"h": ctx.zeros((4, 3), np.float16), "b": ctx.zeros((2, 5), "bfloat16")}
+    clmad.load_into(path, into)
+    assert into["b"].numpy().view(np.uint16).tobytes() == b.tobytes()
+    # The package safetensors reads the float16 tensor with the same bits (its NumPy
+    # side has no bfloat16), and writes one that clmad reads.
+    st = pytest.importorskip("safetensors")
+    import safetensors.numpy
+    with st.safe_open(str(path), framework="np") as f:
+        assert f.get_tensor("h").dtype == np.float16 and f.get_tensor("h").tobytes() == h.tobytes()
+    theirs = tmp_path / "theirs.safetensors"
+    safetensors.numpy.save_file({"h": h}, str(theirs))
+    assert ctx.load(theirs)["h"].numpy().tobytes() == h.tobytes()
+
+
+# --- PyOpenCL ----------------------------------------------------------------------------
+def test_pyopencl_arrays_both_ways(monkeypatch):
+    cl = pytest.importorskip("pyopencl", reason="pyopencl is not installed: the PyOpenCL interop is not tested")
+    import pyopencl.array as cla
+    monkeypatch.setenv("PYOPENCL_NO_CACHE", "1")
+    device = next((p.get_devices()[0] for p in cl.get_platforms() if p.get_devices()), None)
+    if device is None:
+        pytest.skip("PyOpenCL lists no OpenCL device")
+    queue = cl.CommandQueue(cl.Context([device]))
+    h = (np.arange(6, dtype=np.float16) / 3).reshape(2, 3)
+    with clmad.Context.from_pyopencl(queue) as ctx:
+        x = cla.to_device(queue, h)
+        t = ctx.from_pyopencl(x)
+        assert t.dtype == np.float16 and t.numpy().tobytes() == h.tobytes()
+        x.set(np.full((2, 3), 1.5, np.float16))  # one memory (PyOpenCL computes nothing in float16)
+        assert (t.numpy() == 1.5).all()
+        b = clmad.cast(ctx.tensor(h), "bfloat16")
+        got = b.to_pyopencl().get()  # ml_dtypes.bfloat16, or np.uint16 without it: as b.numpy()
+        assert got.dtype == b.numpy().dtype and got.tobytes() == b.numpy().tobytes()
+        assert got.view(np.uint16).tobytes() == bf16_reference(h.astype(np.float32)).tobytes()

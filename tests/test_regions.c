@@ -10,8 +10,8 @@
  * Each case runs the program on two contexts, fusion on and off:
  *   z = chain(f(a, b, c)), m = z W (and, Z_TWICE, m + z V), loss = sum(m),
  * or m = log_softmax(z), mse_loss(z, c) or transpose(z) (test read_by_another_call),
- * or where(c > other, z, other), (z < c) * z, a cast of z there and back
- * (test read_by_elementwise_calls),
+ * or where(c > other, z, other), (z < c) * z, a cast of z there and back,
+ * clmad_tensor_read(z) (test read_by_elementwise_calls),
  * then reads m, z, the loss and the gradients of a, b, W and of the
  * stages' operands that need one. The chains: a unary builtin, a product
  * with a learnable w, a learnable bias row, a user kernel with a learnable
@@ -62,9 +62,10 @@ static const char *HAZARDS[] = {"none", "y kept", "flush before backward", "reta
 /* y = f(a, b, c), or y = a + b_row (a learnable bias row in the broadcast) */
 enum base { BASE_F, BASE_BIAS_ROW };
 /* What reads z: a product, a row operation, a loss against a target */
-enum consumer { MATMUL, LOG_SOFTMAX, MSE, TRANSPOSE, WHERE, COMPARE, CAST, N_CONSUMERS };
+enum consumer { MATMUL, LOG_SOFTMAX, MSE, TRANSPOSE, WHERE, COMPARE, CAST, READ, N_CONSUMERS };
 static const char *CONSUMERS[] = {"z W", "log_softmax(z)", "mse_loss(z, c)", "transpose(z)",
-                                  "where(c > other, z, other)", "(z < c) * z", "cast(cast(z, the other float))"};
+                                  "where(c > other, z, other)", "(z < c) * z", "cast(cast(z, the other float))",
+                                  "clmad_tensor_read(z), then transpose(z)"};
 
 typedef struct program {
     clmad_dtype dtype;
@@ -205,6 +206,13 @@ static void run(int fuse, const program *p, results *r)
             CHECK_OK(ctx, clmad_mul(ctx, mask, z, &m));
         }
         clmad_tensor_release(mask);
+    } else if (p->consumer == READ) {
+        const size_t bytes = p->rows * p->cols * clmad_dtype_size(p->dtype);
+        void *host = malloc(bytes);
+        cr_assert_not_null(host);
+        CHECK_OK(ctx, clmad_tensor_read(z, host, bytes));
+        free(host);
+        CHECK_OK(ctx, clmad_transpose(ctx, z, (const int[]){1, 0}, &m));
     } else if (p->consumer == CAST) {
         clmad_tensor *wide = NULL;
         CHECK_OK(ctx, clmad_cast(ctx, z, p->dtype == CLMAD_F32 ? CLMAD_F64 : CLMAD_F32, &wide));
@@ -385,7 +393,7 @@ Test(regions, read_by_another_call)
 }
 
 /* The elementwise calls that end a region: a comparison, a selection, a
- * conversion (when the device has f64). */
+ * conversion (when the device has f64); and a read of z. */
 Test(regions, read_by_elementwise_calls)
 {
     for (int consumer = WHERE; consumer < N_CONSUMERS; consumer++)

@@ -37,7 +37,7 @@ static clmad_status upload(gc_state *s, const double *values, clmad_tensor **t)
 static clmad_status download(gc_state *s, clmad_tensor *t, double *values)
 {
     size_t bytes = s->n * clmad_dtype_size(s->dtype);
-    clmad_status st = clmad_tensor_read(t, s->raw, bytes);
+    clmad_status st = clmad__tensor_read(t, s->raw, bytes);
     for (size_t i = 0; st == CLMAD_OK && i < s->n; i++)
         values[i] = s->dtype == CLMAD_F32 ? ((float *)s->raw)[i] : ((double *)s->raw)[i];
     return st;

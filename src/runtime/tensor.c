@@ -194,7 +194,7 @@ clmad_status clmad_tensor_zeros(clmad_context *ctx, clmad_dtype dtype, int ndim,
     return clmad_tensor_fill(ctx, dtype, ndim, shape, 0.0, out);
 }
 
-clmad_status clmad_tensor_read(clmad_tensor *t, void *host, size_t capacity_bytes)
+clmad_status clmad__tensor_read(clmad_tensor *t, void *host, size_t capacity_bytes)
 {
     CLMAD_GUARD_HOLDING(t ? t->ctx : NULL, "clmad_tensor_read");
     if (!t)

@@ -280,7 +280,8 @@ def test_pyopencl_arrays_both_ways(monkeypatch):
     device = next((p.get_devices()[0] for p in cl.get_platforms() if p.get_devices()), None)
     if device is None:
         pytest.skip("PyOpenCL lists no OpenCL device")
-    queue = cl.CommandQueue(cl.Context([device]))
+    pctx = cl.Context([device])  # (held here: Intel's runtime fails clRetainContext on a collected one)
+    queue = cl.CommandQueue(pctx)
     h = (np.arange(6, dtype=np.float16) / 3).reshape(2, 3)
     with clmad.Context.from_pyopencl(queue) as ctx:
         x = cla.to_device(queue, h)

@@ -65,6 +65,11 @@ if [ "$what" != test ]; then
     "$bin/bench_region" --dims 1024,2048,4096 --reps 15 >"$mbase.region.txt" || status=1
     cat "$mbase.region.txt"
   fi
+  # 16-bit storage's conversions against the copy (64 Mi f32 elements).
+  if [ -x "$bin/bench_half" ]; then
+    "$bin/bench_half" --n 67108864 --reps 15 >"$mbase.half.txt" || status=1
+    cat "$mbase.half.txt"
+  fi
   if env -u LD_LIBRARY_PATH python3 -c 'import torch' 2>/dev/null; then
     (cd "$peers" && env -u LD_LIBRARY_PATH PEERS_TORCH_DEVICE=cuda python3 peer_torch_mlp.py --dims $mlp_dims \
       --reps 15 --json "$mbase.mlp.peer_torch.json") || status=1

@@ -239,6 +239,23 @@ Test(half, storage_operations)
         CHECK_OK(ctx, clmad_tensor_read(y, got, 8 * 2));
         cr_assert(!memcmp(got, a + 8, 8) && !memcmp(got + 4, a, 8));
         clmad_tensor_release(y);
+        CHECK_OK(ctx, clmad_embedding(ctx, t, idx, &y)); /* the same rows */
+        CHECK_OK(ctx, clmad_tensor_read(y, got, 8 * 2));
+        cr_assert(!memcmp(got, a + 8, 8) && !memcmp(got + 4, a, 8));
+        clmad_tensor_release(y);
+        clmad_tensor_release(idx);
+        /* gather along the last axis: y[i][j] = a[i][(j + i) % 4] */
+        int64_t at[12];
+        for (size_t i = 0; i < 3; i++)
+            for (size_t j = 0; j < 4; j++)
+                at[i * 4 + j] = (int64_t)((j + i) % 4);
+        CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_I64, 2, shape, at, &idx));
+        CHECK_OK(ctx, clmad_gather(ctx, t, 1, idx, &y));
+        CHECK_OK(ctx, clmad_tensor_read(y, got, n * 2));
+        for (size_t i = 0; i < 3; i++)
+            for (size_t j = 0; j < 4; j++)
+                cr_assert_eq(got[i * 4 + j], a[i * 4 + (j + i) % 4]);
+        clmad_tensor_release(y);
         clmad_tensor_release(idx);
         /* to and from integers, through f32: -5.5 truncates to -5 */
         CHECK_OK(ctx, clmad_cast(ctx, t, CLMAD_I32, &y));

@@ -177,7 +177,9 @@ clmad_status clmad_mpi__local_checks(agreement *a, clmad_tensor *const *params, 
             return clmad_set_error(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: params[%d] is NULL", a->call, k);
         clmad_dtype dt = clmad_tensor_dtype(params[k]);
         if (dt != CLMAD_F32 && dt != CLMAD_F64)
-            return clmad_set_error(a->ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: params[%d] is not an f32 or f64 tensor (dtype %d)", a->call, k, (int)dt);
+            return clmad_set_error(a->ctx, CLMAD_ERR_INVALID_ARGUMENT,
+                                   "%s: params[%d] is not an f32 or f64 tensor (dtype %s)", a->call, k,
+                                   clmad_dtype_name(dt));
         elements[dt == CLMAD_F64] += clmad_tensor_numel(params[k]);
     }
     /* MPI counts are ints. */

@@ -141,6 +141,18 @@ int main(int argc, char **argv)
     expect_invalid("dtype differs", st, "dtype|f64", -1, NULL);
     check_in_step("dtype differs");
 
+    start_case("allreduce: a 16-bit parameter (bf16) on every rank");
+    {
+        size_t two = 2;
+        clmad_tensor *half = NULL;
+        MT_OK(ctx, clmad_tensor_zeros(ctx, CLMAD_BF16, 1, &two, &half));
+        clmad_tensor *ah[2] = {t[A], half};
+        st = clmad_mpi_allreduce_grads(ctx, MPI_COMM_WORLD, ah, 2, CLMAD_MPI_SUM, 0);
+        expect_invalid("bf16 parameter", st, "(dtype bf16)", -1, NULL);
+        clmad_tensor_release(half);
+    }
+    check_in_step("bf16 parameter");
+
     start_case("allreduce: a parameter without gradient on the last rank");
     mt_set_grads(ctx, t, c, NT);
     if (LAST)

@@ -20,7 +20,7 @@ def no_ml_dtypes(monkeypatch):
     monkeypatch.setitem(sys.modules, "ml_dtypes", None)
 
 
-def f32_values(rng, n=100_000):
+def f32_values(rng, n=1_000_000):
     """float32 values for rounding to 16 bits: random bit patterns (every exponent,
     NaNs of many payloads), random values in float16's range, and the corners."""
     every = rng.integers(0, 2**32, n // 2, dtype=np.uint64).astype(np.uint32)

@@ -48,7 +48,7 @@ static uint64_t identity_inputs(clmad_builtin_id id)
 }
 
 /* 1 if builtin id over inputs may be held as a loss's stage: it is one
- * (stage_of), one input is a held broadcast a loss may fuse (a stage
+ * (clmad__builtin_stage_of), one input is a held broadcast a loss may fuse (a stage
  * too), the other (if any) of its shape, or needing no gradient and
  * broadcast to it (0-d, a row, a column), or, for clmad_mul, the same
  * tensor (a square).

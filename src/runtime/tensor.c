@@ -196,7 +196,6 @@ clmad_status clmad_tensor_zeros(clmad_context *ctx, clmad_dtype dtype, int ndim,
 
 clmad_status clmad__tensor_read(clmad_tensor *t, void *host, size_t capacity_bytes)
 {
-    CLMAD_GUARD_HOLDING(t ? t->ctx : NULL, "clmad_tensor_read");
     if (!t)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tensor_read: tensor is NULL");
     /* Reading the loss leaves the broadcast under it held (held.h). */

@@ -47,8 +47,9 @@ clmad_status clmad__check_same_context(clmad_context *ctx, const clmad_tensor *t
 /* CLMAD_ERR_INVALID_ARGUMENT, naming `call` and the argument `what`, when
  * t is a wrapped read-only buffer (writing it is undefined in OpenCL):
  * every call that writes into an existing tensor checks it first. */
-/* clmad_tensor_read below the ops layer: t's held work runs as held.h
- * says, without forming a lazy region (ops/tensor_read.c does). */
+/* clmad_tensor_read below the ops layer, for callers inside a guarded
+ * call (CLMAD_GUARD): t's held work runs as held.h says, without forming a
+ * lazy region (ops/tensor_read.c does). */
 clmad_status clmad__tensor_read(clmad_tensor *t, void *host, size_t capacity_bytes);
 
 clmad_status clmad__check_writable(const clmad_tensor *t, const char *call, const char *what);

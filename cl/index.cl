@@ -2,8 +2,10 @@
 /*
  * Index operations (ops/index_*.c): argmax and argmin, selection and
  * gathering along an axis, their deterministic adjoints, one-hot rows,
- * dtype conversions. `real` is the element type of the values (float,
- * double, or an integer type: real.clh); indices are long. A tensor seen
+ * dtype conversions. `real` is the type values compute in (float, double,
+ * or an integer type) and `clmad__stored` their element in memory
+ * (real.clh): a selection moves elements as they are, a sum loads through
+ * CLMAD__LD and stores through CLMAD__ST once; indices are long. A tensor seen
  * along `axis` is outer x A x inner (the axis in the middle). Indices are
  * checked by clmad_index_check before any kernel uses them. No float
  * atomics: every element of an adjoint is summed by one work-item, over
@@ -35,17 +37,17 @@ __kernel void clmad_index_check(__global const long *restrict idx, ulong n, long
 /* out[r] = the first index of the largest (want_max) or smallest element
  * of row r along the axis; a NaN counts as the extreme (NumPy's rule: the
  * first NaN). */
-__kernel void clmad_argext(__global long *restrict out, __global const real *restrict x, ulong rows,
+__kernel void clmad_argext(__global long *restrict out, __global const clmad__stored *restrict x, ulong rows,
                            ulong n, ulong inner, int want_max)
 {
     ulong r = get_global_id(0);
     if (r >= rows)
         return;
     const ulong base = (r / inner) * n * inner + r % inner;
-    real best = x[base];
+    real best = CLMAD__LD(x, base);
     long at = 0;
     for (ulong k = 1; k < n && !clmad_is_nan(best); k++) {
-        const real v = x[base + k * inner];
+        const real v = CLMAD__LD(x, base + k * inner);
         if (clmad_is_nan(v) || (want_max ? v > best : v < best)) {
             best = v;
             at = (long)k;
@@ -56,7 +58,7 @@ __kernel void clmad_argext(__global long *restrict out, __global const real *res
 
 /* y (outer x K x inner) = x (outer x A x inner) at the rows idx[K] along
  * the axis: clmad_index_select. */
-__kernel void clmad_index_select(__global real *restrict y, __global const real *restrict x,
+__kernel void clmad_index_select(__global clmad__stored *restrict y, __global const clmad__stored *restrict x,
                                  __global const long *restrict idx, ulong total, ulong a_len, ulong k_len,
                                  ulong inner)
 {
@@ -69,8 +71,8 @@ __kernel void clmad_index_select(__global real *restrict y, __global const real 
 
 /* The adjoint of clmad_index_select: g (outer x A x inner) (+)= the sum of
  * adj's rows k (outer x K x inner) with idx[k] = a, one work-item per row
- * (o, a) of g, over k in order. */
-__kernel void clmad_index_select_grad(__global real *restrict g, __global const real *restrict adj,
+ * (o, a) of g, each element summed over k in order. */
+__kernel void clmad_index_select_grad(__global clmad__stored *restrict g, __global const clmad__stored *restrict adj,
                                       __global const long *restrict idx, ulong rows, ulong a_len,
                                       ulong k_len, ulong inner, int accumulate)
 {
@@ -78,39 +80,39 @@ __kernel void clmad_index_select_grad(__global real *restrict g, __global const 
     if (r >= rows)
         return;
     const ulong o = r / a_len, a = r % a_len;
-    __global real *row = g + r * inner;
-    if (!accumulate)
-        for (ulong i = 0; i < inner; i++)
-            row[i] = 0;
-    for (ulong k = 0; k < k_len; k++) {
-        if ((ulong)idx[k] != a)
-            continue;
-        __global const real *src = adj + (o * k_len + k) * inner;
-        for (ulong i = 0; i < inner; i++)
-            row[i] += src[i];
+    __global clmad__stored *row = g + r * inner;
+    __global const clmad__stored *rows_k = adj + o * k_len * inner;
+    for (ulong i = 0; i < inner; i++) {
+        real s = accumulate ? CLMAD__LD(row, i) : (real)0;
+        for (ulong k = 0; k < k_len; k++)
+            if ((ulong)idx[k] == a)
+                s += CLMAD__LD(rows_k, k * inner + i);
+        CLMAD__ST(row, i, s);
     }
 }
 
 /* y (+)= x gathered along the axis: y and idx are outer x K x inner, x
  * outer x A x inner, y[o, k, i] = x[o, idx[o, k, i], i] (clmad_gather, and
  * the adjoint of clmad_scatter_add's source). */
-__kernel void clmad_gather(__global real *restrict y, __global const real *restrict x,
+__kernel void clmad_gather(__global clmad__stored *restrict y, __global const clmad__stored *restrict x,
                            __global const long *restrict idx, ulong total, ulong a_len, ulong k_len,
                            ulong inner, int accumulate)
 {
     ulong e = get_global_id(0);
     if (e >= total)
         return;
-    const ulong i = e % inner, o = e / (inner * k_len);
-    const real v = x[(o * a_len + (ulong)idx[e]) * inner + i];
-    y[e] = accumulate ? y[e] + v : v;
+    const ulong i = e % inner, o = e / (inner * k_len), from = (o * a_len + (ulong)idx[e]) * inner + i;
+    if (accumulate)
+        CLMAD__ST(y, e, CLMAD__LD(y, e) + CLMAD__LD(x, from));
+    else
+        y[e] = x[from];
 }
 
 /* dst (outer x A x inner) (+)= src (outer x K x inner) scattered along the
  * axis by idx (src's shape): dst[o, a, i] sums src[o, k, i] over the k
  * with idx[o, k, i] = a, in order of k (clmad_scatter_add, and the adjoint
  * of clmad_gather). One work-item per element of dst. */
-__kernel void clmad_scatter_add(__global real *restrict dst, __global const real *restrict src,
+__kernel void clmad_scatter_add(__global clmad__stored *restrict dst, __global const clmad__stored *restrict src,
                                 __global const long *restrict idx, ulong total, ulong a_len, ulong k_len,
                                 ulong inner, int accumulate)
 {
@@ -118,22 +120,22 @@ __kernel void clmad_scatter_add(__global real *restrict dst, __global const real
     if (e >= total)
         return;
     const ulong i = e % inner, a = (e / inner) % a_len, o = e / (inner * a_len);
-    real s = accumulate ? dst[e] : (real)0;
+    real s = accumulate ? CLMAD__LD(dst, e) : (real)0;
     for (ulong k = 0; k < k_len; k++) {
         const ulong q = (o * k_len + k) * inner + i;
         if ((ulong)idx[q] == a)
-            s += src[q];
+            s += CLMAD__LD(src, q);
     }
-    dst[e] = s;
+    CLMAD__ST(dst, e, s);
 }
 
 /* y (n x classes) = the one-hot rows of idx[n]. */
-__kernel void clmad_one_hot_index(__global real *restrict y, __global const long *restrict idx, ulong total,
-                                  ulong classes)
+__kernel void clmad_one_hot_index(__global clmad__stored *restrict y, __global const long *restrict idx,
+                                  ulong total, ulong classes)
 {
     ulong e = get_global_id(0);
     if (e < total)
-        y[e] = (ulong)idx[e / classes] == e % classes ? (real)1 : (real)0;
+        CLMAD__ST(y, e, (ulong)idx[e / classes] == e % classes ? (real)1 : (real)0);
 }
 
 /* dst[e] = src[e] converted to real (C's conversion: integers to floats

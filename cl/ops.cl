@@ -2,7 +2,11 @@
 /*
  * Kernels of the builtin operations that are not broadcasts: strided copies
  * (slice, concat, transpose, expand), deterministic reductions and the
- * accumulation of gradients, and fills. `real` comes from real.clh.
+ * accumulation of gradients, and fills. `real` and `clmad__stored` come
+ * from real.clh: kernels that compute load through CLMAD__LD and store
+ * through CLMAD__ST (16-bit tensors compute in float and round once), sums
+ * accumulate in `real`, and a plain copy or fill moves clmad__stored as it
+ * is.
  * Shapes and strides of up to 8 dimensions travel as ulong8 and are unpacked
  * into private arrays (vectors cannot be indexed by a variable in OpenCL C
  * 1.2). No contraction into fma: clmad_dot must round like a product stored
@@ -24,9 +28,22 @@ static ulong clmad_offset(ulong i, int nd, const ulong *dims, const ulong *strid
     return off;
 }
 
+/* dst[di] (+)= scale * src[si]; a plain copy (scale 1, no accumulation)
+ * moves the element as it is, bit for bit. */
+static void clmad_scaled_into(__global clmad__stored *dst, ulong di, __global const clmad__stored *src, ulong si,
+                              real scale, int accumulate)
+{
+    if (scale == (real)1 && !accumulate) {
+        dst[di] = src[si];
+        return;
+    }
+    const real v = scale * CLMAD__LD(src, si);
+    CLMAD__ST(dst, di, accumulate ? CLMAD__LD(dst, di) + v : v);
+}
+
 /* dst[dst_off + offset(e, dst_strides)] (+)= scale * src[src_off + offset(e, src_strides)]
  * for every element e of the shape `dims`. */
-__kernel void clmad_strided_copy(__global real *dst, __global const real *src, ulong n, int nd,
+__kernel void clmad_strided_copy(__global clmad__stored *dst, __global const clmad__stored *src, ulong n, int nd,
                                  ulong8 dims8, ulong8 dst_strides8, ulong8 src_strides8,
                                  ulong dst_off, ulong src_off, real scale, int accumulate)
 {
@@ -37,18 +54,15 @@ __kernel void clmad_strided_copy(__global real *dst, __global const real *src, u
         /* One dimension after merging (contiguous copies, expansions of a
          * scalar): no index arithmetic, no private arrays. */
         const ulong dstep = nd == 1 ? dst_strides8.s0 : 0, sstep = nd == 1 ? src_strides8.s0 : 0;
-        const ulong di = dst_off + e * dstep;
-        const real v = scale * src[src_off + e * sstep];
-        dst[di] = accumulate ? dst[di] + v : v;
+        clmad_scaled_into(dst, dst_off + e * dstep, src, src_off + e * sstep, scale, accumulate);
         return;
     }
     ulong dims[8], ds[8], ss[8];
     vstore8(dims8, 0, dims);
     vstore8(dst_strides8, 0, ds);
     vstore8(src_strides8, 0, ss);
-    ulong di = dst_off + clmad_offset(e, nd, dims, ds);
-    real v = scale * src[src_off + clmad_offset(e, nd, dims, ss)];
-    dst[di] = accumulate ? dst[di] + v : v;
+    clmad_scaled_into(dst, dst_off + clmad_offset(e, nd, dims, ds), src, src_off + clmad_offset(e, nd, dims, ss),
+                      scale, accumulate);
 }
 
 /* Deterministic partial sums: work-item g = m * parts + p (or p * n_keep +
@@ -59,7 +73,7 @@ __kernel void clmad_strided_copy(__global real *dst, __global const real *src, u
  * neighbouring work-items read neighbouring elements, which GPUs coalesce
  * and CPUs vectorise. With several, part p is the contiguous range
  * [p * n_red / parts, (p+1) * n_red / parts), walked by an odometer. */
-__kernel void clmad_reduce_sum(__global real *dst, __global const real *src, ulong n_keep,
+__kernel void clmad_reduce_sum(__global real *dst, __global const clmad__stored *src, ulong n_keep,
                                ulong n_red, ulong parts, int nk, ulong8 kdims8, ulong8 kstrides8,
                                int nr, ulong8 rdims8, ulong8 rstrides8)
 {
@@ -79,7 +93,7 @@ __kernel void clmad_reduce_sum(__global real *dst, __global const real *src, ulo
         const ulong base = m * inner_keep;
         real acc = 0;
         for (ulong q = p; q < n_red; q += parts)
-            acc += src[base + q * stride];
+            acc += CLMAD__LD(src, base + q * stride);
         dst[m * parts + p] = acc;
         return;
     }
@@ -95,7 +109,7 @@ __kernel void clmad_reduce_sum(__global real *dst, __global const real *src, ulo
     if (nr <= 1) {
         const ulong stride = nr == 1 ? rs[0] : 0;
         for (ulong q = p; q < n_red; q += parts)
-            acc += src[base + q * stride];
+            acc += CLMAD__LD(src, base + q * stride);
         dst[m * parts + p] = acc;
         return;
     }
@@ -109,7 +123,7 @@ __kernel void clmad_reduce_sum(__global real *dst, __global const real *src, ulo
         off += c[d] * rs[d];
     }
     for (ulong q = q0; q < q1; q++) {
-        acc += src[base + off];
+        acc += CLMAD__LD(src, base + off);
         for (int d = nr - 1; d >= 0; d--) {
             off += rs[d];
             if (++c[d] < rdims[d])
@@ -121,13 +135,14 @@ __kernel void clmad_reduce_sum(__global real *dst, __global const real *src, ulo
     dst[g] = acc;
 }
 
-/* One level of clmad_reduce_sum_tail: its parts of n values of IN into OUT,
- * or the sum into dst[0] at the last level. */
-#define CLMAD_TAIL_LEVEL(IN, OUT)                                                               \
+/* One level of clmad_reduce_sum_tail: its parts of n values of IN (each
+ * read by LOAD) into OUT, or the sum into dst[0] at the last level. */
+#define CLMAD_LOCAL(p, q) ((p)[q])
+#define CLMAD_TAIL_LEVEL(IN, LOAD, OUT)                                                         \
     for (ulong p = lid; p < parts; p += w) {                                                    \
         real acc = 0;                                                                           \
         for (ulong q = p; q < n; q += parts)                                                    \
-            acc += IN[q];                                                                       \
+            acc += LOAD(IN, q);                                                                 \
         if (parts > 1)                                                                          \
             OUT[p] = acc;                                                                       \
         else                                                                                    \
@@ -141,19 +156,19 @@ __kernel void clmad_reduce_sum(__global real *dst, __global const real *src, ulo
  * memory between the levels instead of one launch each. n <= 32768 (the
  * first level's parts fit a). dst[0] is the sum, times scale when scaled
  * (as clmad__reduce's clmad_strided_copy scales it). */
-__kernel void clmad_reduce_sum_tail(__global real *dst, __global const real *src, ulong n, real scale,
+__kernel void clmad_reduce_sum_tail(__global real *dst, __global const clmad__stored *src, ulong n, real scale,
                                     int scaled)
 {
     __local real a[1024], b[32];
     const ulong lid = get_local_id(0), w = get_local_size(0);
     ulong parts = n <= 64 ? 1 : (n + 31) / 32;
-    CLMAD_TAIL_LEVEL(src, a)
+    CLMAD_TAIL_LEVEL(src, CLMAD__LD, a)
     __local real *in = a, *out = b;
     while (parts > 1) {
         barrier(CLK_LOCAL_MEM_FENCE);
         n = parts;
         parts = n <= 64 ? 1 : (n + 31) / 32;
-        CLMAD_TAIL_LEVEL(in, out)
+        CLMAD_TAIL_LEVEL(in, CLMAD_LOCAL, out)
         __local real *t = in;
         in = out;
         out = t;
@@ -182,60 +197,62 @@ __kernel void clmad_reduce_sum_tail(__global real *dst, __global const real *src
         dst[p] = ((acc.s0 + acc.s1) + (acc.s2 + acc.s3)) + ((acc.s4 + acc.s5) + (acc.s6 + acc.s7)) \
                  + tail;                                                                        \
     }
-CLMAD_RANGE_SUM(clmad_sum_ranges, vload8(0, src + q), src[q], __global const real *restrict src)
-CLMAD_RANGE_SUM(clmad_dot_ranges, vload8(0, a + q) * vload8(0, b + q), a[q] * b[q],
-                __global const real *restrict a, __global const real *restrict b)
+CLMAD_RANGE_SUM(clmad_sum_ranges, CLMAD__LD8(src, q), CLMAD__LD(src, q), __global const clmad__stored *restrict src)
+CLMAD_RANGE_SUM(clmad_dot_ranges, CLMAD__LD8(a, q) * CLMAD__LD8(b, q), CLMAD__LD(a, q) * CLMAD__LD(b, q),
+                __global const clmad__stored *restrict a, __global const clmad__stored *restrict b)
 
 /* Partial sums of a[q] * b[q] over q = p, p + parts, ... (clmad_dot): the
  * first pass of clmad_reduce_sum over the product, added in the same order. */
-__kernel void clmad_dot_parts(__global real *restrict dst, __global const real *restrict a,
-                              __global const real *restrict b, ulong n, ulong parts)
+__kernel void clmad_dot_parts(__global real *restrict dst, __global const clmad__stored *restrict a,
+                              __global const clmad__stored *restrict b, ulong n, ulong parts)
 {
     ulong p = get_global_id(0);
     if (p >= parts)
         return;
     real acc = 0;
     for (ulong q = p; q < n; q += parts) {
-        const real prod = a[q] * b[q];
+        const real prod = CLMAD__LD(a, q) * CLMAD__LD(b, q);
         acc += prod;
     }
     dst[p] = acc;
 }
 
 /* dst = dst + src, elementwise (gradient accumulation). Flat (real.clh). */
-__kernel void clmad_accumulate(__global real *restrict dst, __global const real *restrict src, ulong n)
+__kernel void clmad_accumulate(__global clmad__stored *restrict dst, __global const clmad__stored *restrict src,
+                               ulong n)
 {
     const ulong i = get_global_id(0);
     if (CLMAD__WHOLE_RUN(i, n))
         CLMAD__VSTORE(CLMAD__VLOAD(i, dst) + CLMAD__VLOAD(i, src), i, dst);
     else
         for (ulong e = i * CLMAD_VW; e < n; e++)
-            dst[e] += src[e];
+            CLMAD__ST(dst, e, CLMAD__LD(dst, e) + CLMAD__LD(src, e));
 }
 
 /* dst[e] = src[e * step] (* scale[0]), step 0 or 1: a lazy adjoint expanded
  * (tape/adjoint.c). The product is the one the broadcast kernels form from
  * it (broadcast/codegen_body.c). Flat (real.clh). */
-__kernel void clmad_expand_scaled(__global real *restrict dst, __global const real *restrict src,
-                                  ulong step, __global const real *restrict scale, int scaled,
+__kernel void clmad_expand_scaled(__global clmad__stored *restrict dst, __global const clmad__stored *restrict src,
+                                  ulong step, __global const clmad__stored *restrict scale, int scaled,
                                   ulong n)
 {
     const ulong i = get_global_id(0);
     if (CLMAD__WHOLE_RUN(i, n)) {
-        const clmad__realv v = step ? CLMAD__VLOAD(i, src) : (clmad__realv)(src[0]);
-        CLMAD__VSTORE(scaled ? v * scale[0] : v, i, dst);
+        const clmad__realv v = step ? CLMAD__VLOAD(i, src) : (clmad__realv)(CLMAD__LD(src, 0));
+        CLMAD__VSTORE(scaled ? v * CLMAD__LD(scale, 0) : v, i, dst);
     } else {
         for (ulong e = i * CLMAD_VW; e < n; e++)
-            dst[e] = scaled ? src[e * step] * scale[0] : src[e * step];
+            CLMAD__ST(dst, e, scaled ? CLMAD__LD(src, e * step) * CLMAD__LD(scale, 0) : CLMAD__LD(src, e * step));
     }
 }
 
-/* dst[0..n) = value (tensor fills and zeros; see clmad__fill). Flat. */
-__kernel void clmad_fill(__global real *dst, real value, ulong n)
+/* dst[0..n) = value, an element as stored (tensor fills and zeros; see
+ * clmad__fill). Flat. */
+__kernel void clmad_fill(__global clmad__stored *dst, clmad__stored value, ulong n)
 {
     const ulong i = get_global_id(0);
     if (CLMAD__WHOLE_RUN(i, n))
-        CLMAD__VSTORE((clmad__realv)(value), i, dst);
+        CLMAD__VSTORE_RAW((clmad__storedv)(value), i, dst);
     else
         for (ulong e = i * CLMAD_VW; e < n; e++)
             dst[e] = value;
@@ -244,14 +261,20 @@ __kernel void clmad_fill(__global real *dst, real value, ulong n)
 /* dst[dst_off + e] (+)= scale * src[src_off + e] for e in [0, n): the
  * strided copy's one-dimension case with unit strides (runtime/reduce.c),
  * in the same operations. Flat. */
-__kernel void clmad_copy_contiguous(__global real *restrict dst, __global const real *restrict src, ulong n,
-                                    ulong dst_off, ulong src_off, real scale, int accumulate)
+__kernel void clmad_copy_contiguous(__global clmad__stored *restrict dst, __global const clmad__stored *restrict src,
+                                    ulong n, ulong dst_off, ulong src_off, real scale, int accumulate)
 {
     const ulong i = get_global_id(0);
-    __global real *d = dst + dst_off;
-    __global const real *s = src + src_off;
-    if (CLMAD__WHOLE_RUN(i, n)) {
-        /* Two stores, so that a plain copy never reads dst */
+    __global clmad__stored *d = dst + dst_off;
+    __global const clmad__stored *s = src + src_off;
+    if (scale == (real)1 && !accumulate) { /* a plain copy: bit for bit, never reading dst */
+        if (CLMAD__WHOLE_RUN(i, n))
+            CLMAD__VSTORE_RAW(CLMAD__VRAW(i, s), i, d);
+        else
+            for (ulong e = i * CLMAD_VW; e < n; e++)
+                d[e] = s[e];
+    } else if (CLMAD__WHOLE_RUN(i, n)) {
+        /* Two stores, so that a scaled copy never reads dst */
         const clmad__realv v = scale * CLMAD__VLOAD(i, s);
         if (accumulate)
             CLMAD__VSTORE(CLMAD__VLOAD(i, d) + v, i, d);
@@ -259,8 +282,8 @@ __kernel void clmad_copy_contiguous(__global real *restrict dst, __global const 
             CLMAD__VSTORE(v, i, d);
     } else {
         for (ulong e = i * CLMAD_VW; e < n; e++) {
-            const real v = scale * s[e];
-            d[e] = accumulate ? d[e] + v : v;
+            const real v = scale * CLMAD__LD(s, e);
+            CLMAD__ST(d, e, accumulate ? CLMAD__LD(d, e) + v : v);
         }
     }
 }

@@ -2,8 +2,9 @@
 # Inlines the `#include "name"` lines of an OpenCL C file that name a file of
 # its folder (cl/real.clh), so that the embedded sources and the installed
 # vocabulary header stand alone: a program built from a string cannot
-# include files. With LINES, #line directives keep the compiler's file names
-# and line numbers those of the original files.
+# include files. Included files' includes are inlined too. With LINES,
+# #line directives keep the compiler's file names and line numbers those of
+# the original files.
 function(clmad_inline_cl_includes out_var file lines)
   get_filename_component(dir "${file}" DIRECTORY)
   get_filename_component(name "${file}" NAME)
@@ -14,7 +15,8 @@ function(clmad_inline_cl_includes out_var file lines)
     if(NOT EXISTS "${dir}/${inc_name}")
       continue()
     endif()
-    file(READ "${dir}/${inc_name}" body)
+    # Recursively: an included file's own includes (real.clh's half.clh).
+    clmad_inline_cl_includes(body "${dir}/${inc_name}" "${lines}")
     if(lines)
       # The line after the include: one more than the newlines before it.
       string(FIND "${text}" "${inc}" at)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""16-bit tensors from Python (CLMAD_F16, CLMAD_BF16): storage only. float16 is
+"""16-bit tensors from Python (CLMAD_F16, CLMAD_BF16). float16 is
 NumPy's; bfloat16 is ml_dtypes.bfloat16 where that package is installed, else
 the dtype "bfloat16" with np.uint16 bit patterns on the host. The device's
 rounding is checked against NumPy, ml_dtypes and a rounding written here."""
@@ -180,22 +180,65 @@ def test_dtype_error_names_the_16_bit_dtypes(ctx, no_ml_dtypes):
         ctx.tensor(np.zeros(3, np.int16))
 
 
-# --- what they refuse --------------------------------------------------------------------
+# --- computing on them -----------------------------------------------------------------
+def _wide(t):
+    """A 16-bit tensor's values, exactly, as float64."""
+    return clmad.cast(t, np.float32).numpy().astype(np.float64)
+
+
 @pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
-def test_computing_and_gradients_are_refused(ctx, dtype):
-    a = ctx.full(3, 1.5, dtype)
+def test_kernels_and_gradients_compute_in_f32(ctx, rng, dtype):
+    """A kernel over T runs unchanged on 16-bit tensors: it computes in f32 and
+    rounds each value and gradient once on store (tests/test_half_compute.c
+    states the bounds: within 2 u of the f64 reference on the same inputs,
+    u = 2^-11 for float16, 2^-8 for bfloat16, plus the f32 arithmetic's error)."""
+    u = 2.0 ** -11 if dtype is np.float16 else 2.0 ** -8
+    k = ctx.kernel("T f(T x, T a) { return a * exp(x) / (1 + x * x); }", "f")
+    tx = clmad.cast(ctx.tensor(rng.uniform(-1, 1, (3, 40)).astype(np.float32)), dtype)
+    ta = clmad.cast(ctx.tensor(rng.uniform(0.5, 1, (3, 40)).astype(np.float32)), dtype)
+    tx.requires_grad = ta.requires_grad = True
+    y = k(tx, ta)
+    assert y.dtype == tx.dtype
+    y.sum().backward()
+    x, a = _wide(tx), _wide(ta)
+    ref = a * np.exp(x) / (1 + x * x)
+    np.testing.assert_allclose(_wide(y), ref, rtol=u, atol=1e-6)
+    dx = a * np.exp(x) * (1 / (1 + x * x) - 2 * x / (1 + x * x) ** 2)
+    da = np.exp(x) / (1 + x * x)
+    assert tx.grad.dtype == tx.dtype
+    np.testing.assert_allclose(_wide(tx.grad), dx, rtol=2 * u, atol=1e-6)
+    np.testing.assert_allclose(_wide(ta.grad), da, rtol=2 * u, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_sums_accumulate_in_f32(ctx, dtype):
+    """32768 ones: 16-bit accumulation would stop at 256 (bfloat16) or 2048 (float16)."""
+    ones = ctx.full(32768, 1.0, dtype)
+    assert _wide(ones.sum()) == 32768.0
+    assert _wide(ones + ones).tolist()[:2] == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_gradients_cross_casts(ctx, dtype):
+    """f32 master weights cast to 16 bits for the forward get their gradient widened."""
+    w = ctx.tensor(np.array([0.1, -1.7, 3.0], np.float32), requires_grad=True)
+    h = clmad.cast(w, dtype)
+    assert h.requires_grad
+    clmad.cast(h * h, np.float32).sum().backward()
+    assert w.grad.dtype == np.float32
+    np.testing.assert_array_equal(w.grad.numpy(), 2 * _wide(h))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_what_they_refuse(ctx, dtype):
+    a = ctx.full((2, 3), 1.5, dtype)
     with pytest.raises(clmad.DtypeError, match="clmad_cast"):
-        a + a
-    with pytest.raises(clmad.DtypeError, match="clmad_cast"):
-        a.sum()
-    with pytest.raises(clmad.DtypeError):
-        a.requires_grad = True
-    with pytest.raises(clmad.DtypeError):
-        ctx.tensor(np.ones(2, np.float16), requires_grad=True)
-    # A cast to 16 bits records no gradient: it ends the graph.
-    x = ctx.tensor(np.ones(3, np.float32), requires_grad=True)
-    assert not clmad.cast(x, dtype).requires_grad
-    assert clmad.cast(a, np.float32).numpy().tolist() == [1.5] * 3
+        a @ clmad.transpose(a)
+    with pytest.raises(clmad.DtypeError, match="16-bit"):
+        clmad.softmax(a, 1)
+    with pytest.raises(clmad.DtypeError):  # no implicit promotion: inputs share one dtype
+        a + ctx.full((2, 3), 1.0, np.float32)
+    assert clmad.cast(a, np.float32).numpy().tolist() == [[1.5] * 3] * 2
 
 
 # --- DLPack ------------------------------------------------------------------------------

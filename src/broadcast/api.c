@@ -23,7 +23,8 @@ static const char *parameter(const clmad_kernel *k, int j, char *buf, size_t cap
 }
 
 /* Input j is a tensor of the type its parameter declares: an integer
- * parameter's dtype, or a float tensor for T. */
+ * parameter's dtype, or a float tensor for T (a 16-bit one computes in
+ * f32: cl/real.clh). */
 static clmad_status check_parameter_type(clmad_context *ctx, clmad_kernel *k, const clmad_tensor *x, int j,
                                          const char *call)
 {
@@ -33,10 +34,10 @@ static clmad_status check_parameter_type(clmad_context *ctx, clmad_kernel *k, co
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "%s(%s): %s is %s, so input %d must be of dtype %s; it is %s",
                            call, k->fn_name, parameter(k, j, p, sizeof p), clmad__integer_type((clmad_dtype)want),
                            j, clmad_dtype_name((clmad_dtype)want), clmad_dtype_name(x->dtype));
-    if (want == LOWER_PARAM_T && x->dtype != CLMAD_F32 && x->dtype != CLMAD_F64)
+    if (want == LOWER_PARAM_T && !clmad__dtype_is_float(x->dtype) && !clmad__dtype_is_16bit(x->dtype))
         return clmad__fail(ctx, CLMAD_ERR_DTYPE,
-                           "%s(%s): %s is T, so input %d must be a float tensor; it is %s (an integer tensor "
-                           "binds a parameter declared int, long or uchar)",
+                           "%s(%s): %s is T, so input %d must be a float tensor (f32, f64, f16 or bf16); it is %s "
+                           "(an integer tensor binds a parameter declared int, long or uchar)",
                            call, k->fn_name, parameter(k, j, p, sizeof p), j, clmad_dtype_name(x->dtype));
     return CLMAD_OK;
 }
@@ -82,7 +83,7 @@ static clmad_status check_and_plan(clmad_context *ctx, clmad_kernel *k, clmad_te
                                clmad_dtype_name(inputs[first]->dtype));
     char first_name[32];
     snprintf(first_name, sizeof first_name, "input %d", first);
-    st = clmad__require_float(ctx, inputs[first], what, first_name);
+    st = clmad__require_any_float(ctx, inputs[first], what, first_name);
     if (st == CLMAD_OK)
         st = clmad__check_dtype(ctx, inputs[first]->dtype);
     if (st != CLMAD_OK)

@@ -50,6 +50,10 @@ static void emit_prelude(clmad_strbuf *sb, const clmad_variant *v)
 {
     int dbl = v->dtype == CLMAD_F64;
     clmad__sb_printf(sb, "#define CLMAD_REAL_DOUBLE %d\n", dbl);
+    /* 16-bit tensors: T computes in float, each load widens and each
+     * store rounds once (cl/real.clh's CLMAD__LD and CLMAD__ST). */
+    if (v->dtype == CLMAD_F16 || v->dtype == CLMAD_BF16)
+        clmad__sb_printf(sb, "#define CLMAD_STORE_16 %d\n", v->dtype == CLMAD_F16 ? 1 : 2);
     /* No a*b+c contracted into fma: each variant of a kernel (primal, dual
      * with any K, chunked or not) must round the same operations the same
      * way, or STORE, RECOMPUTE and chunking would differ in the last bit.

@@ -65,20 +65,21 @@ static void emit_gradients(clmad_strbuf *sb, const clmad_variant *v)
                 continue;
             const char *at = v->adj_scalar & (1u << o) ? "0" : "clmad__e";
             if (v->adj_scaled & (1u << o))
-                clmad__sb_printf(sb, "%sclmad__adjoint_times(clmad__adj%d[%s] * clmad__adjs%d[0], ", sep, o, at, o);
+                clmad__sb_printf(sb, "%sclmad__adjoint_times(CLMAD__LD(clmad__adj%d, %s) * CLMAD__LD(clmad__adjs%d, 0), ",
+                                 sep, o, at, o);
             else
-                clmad__sb_printf(sb, "%sclmad__adjoint_times(clmad__adj%d[%s], ", sep, o, at);
+                clmad__sb_printf(sb, "%sclmad__adjoint_times(CLMAD__LD(clmad__adj%d, %s), ", sep, o, at);
             if (v->mode == CLMAD_MODE_STORED)
-                clmad__sb_printf(sb, "clmad__p%d_%d[clmad__e])", o, s);
+                clmad__sb_printf(sb, "CLMAD__LD(clmad__p%d_%d, clmad__e))", o, s);
             else
                 clmad__sb_printf(sb, "clmad__d%d(clmad__b%d))", s, o);
             sep = " + ";
         }
         if (v->accumulate[s])
-            clmad__sb_printf(sb, ";\n        clmad__g%d[clmad__e] = clmad__g%d[clmad__e] + clmad__v;\n    }\n",
-                             s, s);
+            clmad__sb_printf(sb, ";\n        CLMAD__ST(clmad__g%d, clmad__e, CLMAD__LD(clmad__g%d, clmad__e) + clmad__v);\n"
+                                 "    }\n", s, s);
         else
-            clmad__sb_printf(sb, ";\n        clmad__g%d[clmad__e] = clmad__v;\n    }\n", s);
+            clmad__sb_printf(sb, ";\n        CLMAD__ST(clmad__g%d, clmad__e, clmad__v);\n    }\n", s);
     }
 }
 
@@ -178,7 +179,8 @@ void clmad__emit_element(clmad_strbuf *sb, const clmad_variant *v)
         clmad__sb_append(sb, "    const ulong clmad__c0 = clmad__r;\n");
     }
     /* Inputs through the helpers of emit_helpers: the wrapper names no
-     * field of T. */
+     * field of T. Values load through CLMAD__LD (a 16-bit element widens:
+     * cl/real.clh), integers as they are. */
     for (int j = 0; j < v->n_inputs; j++) {
         /* An integer parameter is read as it is: no seed, no tangent. */
         const int seeded = !v->integer[j] &&
@@ -189,20 +191,18 @@ void clmad__emit_element(clmad_strbuf *sb, const clmad_variant *v)
                              (v->mode == CLMAD_MODE_SECOND && v->slot[j] != -1));
         if (v->integer[j])
             clmad__sb_printf(sb, "    const %s clmad__a%d = clmad__x%d[", clmad__input_type(v, j), j, j);
-        else if (seeded && tangent)
-            clmad__sb_printf(sb, "    T clmad__a%d = clmad__seed%d(clmad__x%d[", j, v->slot[j], j);
         else if (seeded)
-            clmad__sb_printf(sb, "    T clmad__a%d = clmad__seed%d(clmad__x%d[", j, v->slot[j], j);
+            clmad__sb_printf(sb, "    T clmad__a%d = clmad__seed%d(CLMAD__LD(clmad__x%d, ", j, v->slot[j], j);
         else if (tangent)
-            clmad__sb_printf(sb, "    T clmad__a%d = clmad__tangent(clmad__x%d[", j, j);
+            clmad__sb_printf(sb, "    T clmad__a%d = clmad__tangent(CLMAD__LD(clmad__x%d, ", j, j);
         else
-            clmad__sb_printf(sb, "    T clmad__a%d = clmad__const(clmad__x%d[", j, j);
+            clmad__sb_printf(sb, "    T clmad__a%d = clmad__const(CLMAD__LD(clmad__x%d, ", j, j);
         clmad__emit_index(sb, v, j);
         if (tangent) {
-            clmad__sb_printf(sb, "], clmad__tx%d[", j);
+            clmad__sb_printf(sb, "), CLMAD__LD(clmad__tx%d, ", j);
             clmad__emit_index(sb, v, j);
         }
-        clmad__sb_append(sb, v->integer[j] ? "];\n" : "]);\n");
+        clmad__sb_append(sb, v->integer[j] ? "];\n" : "));\n");
     }
     for (int o = 0; o < v->n_outputs; o++)
         clmad__sb_printf(sb, "    T clmad__b%d;\n", o);
@@ -254,18 +254,18 @@ void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v)
     }
     for (int o = 0; o < v->n_outputs; o++) {
         if (v->write_values)
-            clmad__sb_printf(sb, "    clmad__y%d[clmad__e] = clmad__val(clmad__b%d);\n", o, o);
+            clmad__sb_printf(sb, "    CLMAD__ST(clmad__y%d, clmad__e, clmad__val(clmad__b%d));\n", o, o);
         if (v->mode == CLMAD_MODE_PARTIALS)
             for (int s = 0; s < v->K; s++)
-                clmad__sb_printf(sb, "    clmad__p%d_%d[clmad__e] = clmad__d%d(clmad__b%d);\n", o, s, s, o);
+                clmad__sb_printf(sb, "    CLMAD__ST(clmad__p%d_%d, clmad__e, clmad__d%d(clmad__b%d));\n", o, s, s, o);
         if (v->mode == CLMAD_MODE_JVP)
-            clmad__sb_printf(sb, "    clmad__ty%d[clmad__e] = clmad__d0(clmad__b%d);\n", o, o);
+            clmad__sb_printf(sb, "    CLMAD__ST(clmad__ty%d, clmad__e, clmad__d0(clmad__b%d));\n", o, o);
         if (v->mode == CLMAD_MODE_SECOND) {
             if (v->write_values)
-                clmad__sb_printf(sb, "    clmad__ty%d[clmad__e] = clmad__t(clmad__b%d);\n", o, o);
+                clmad__sb_printf(sb, "    CLMAD__ST(clmad__ty%d, clmad__e, clmad__t(clmad__b%d));\n", o, o);
             for (int s = 0; s < v->K; s++)
-                clmad__sb_printf(sb, "    clmad__p%d_%d[clmad__e] = clmad__d%d(clmad__b%d);\n"
-                                     "    clmad__pt%d_%d[clmad__e] = clmad__dt%d(clmad__b%d);\n",
+                clmad__sb_printf(sb, "    CLMAD__ST(clmad__p%d_%d, clmad__e, clmad__d%d(clmad__b%d));\n"
+                                     "    CLMAD__ST(clmad__pt%d_%d, clmad__e, clmad__dt%d(clmad__b%d));\n",
                                  o, s, s, o, o, s, s, o);
         }
     }

@@ -85,7 +85,10 @@ static clmad_status held_run(clmad_held *base, clmad_tensor *y)
 clmad_held *clmad__bcast_held_new(clmad_context *ctx, clmad_kernel *k, clmad_tensor *const *inputs,
                                   const clmad_bcast_plan *plan)
 {
-    if (!clmad__fusion_enabled(ctx) || k->n_outputs != 1 || plan->numel == 0)
+    /* 16-bit tensors run eagerly: loss kernels and regions accumulate in
+     * their dtype's `real`, which for them is not the stored type. */
+    if (!clmad__fusion_enabled(ctx) || k->n_outputs != 1 || plan->numel == 0 ||
+        clmad__dtype_is_16bit(clmad__bcast_dtype(k, inputs)))
         return NULL;
     int n_active = 0, over_held = 0;
     for (int j = 0; j < k->n_inputs; j++)

@@ -136,7 +136,8 @@ clmad_status clmad_where(clmad_context *ctx, clmad_tensor *cond, clmad_tensor *a
 {
     /* An integer mask (u8, i32, i64) is converted to a's dtype first: the
      * builtin's inputs share one dtype, and nonzero stays nonzero. */
-    if (ctx && cond && a && !clmad__dtype_is_float(cond->dtype) && clmad__dtype_is_float(a->dtype) &&
+    if (ctx && cond && a && !clmad__dtype_is_float(cond->dtype) && !clmad__dtype_is_16bit(cond->dtype) &&
+        (clmad__dtype_is_float(a->dtype) || clmad__dtype_is_16bit(a->dtype)) &&
         cond->ctx == ctx) {
         CLMAD_GUARD_HOLDING(ctx, "clmad_where"); /* clmad_cast and builtin() ready the inputs */
         clmad_tensor *mask = NULL;

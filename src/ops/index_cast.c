@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* clmad_cast (dtype conversion; differentiable between f32 and f64) and
+/* clmad_cast (dtype conversion; differentiable between float dtypes) and
  * clmad_one_hot (class indices to rows of 0 and 1). */
 #include "ops/index.h"
 #include "ops/region.h"
@@ -97,9 +97,9 @@ clmad_status clmad_cast(clmad_context *ctx, clmad_tensor *x, clmad_dtype dtype, 
     st = clmad_tensor_create(ctx, dtype, x->ndim, x->shape, NULL, &y);
     if (st == CLMAD_OK)
         st = convert(ctx, y, x);
-    /* Gradients flow between f32 and f64 only: an integer or 16-bit result
-     * has none (nor has a 16-bit x: it cannot need one). */
-    int n = clmad__dtype_is_float(dtype) ? 1 : 0;
+    /* Gradients flow between the float dtypes (f32, f64, f16, bf16), the
+     * adjoint converted back to x's dtype: an integer result has none. */
+    int n = clmad__dtype_is_float(dtype) || clmad__dtype_is_16bit(dtype) ? 1 : 0;
     return clmad__finish_op(ctx, &clmad__op_cast, &x, n, y, NULL, st, out);
 }
 

@@ -83,7 +83,7 @@ static clmad_status reduce_op(clmad_context *ctx, const clmad_op *op, clmad_tens
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: NULL or invalid argument", name);
     clmad_status checked = clmad__check_same_context(ctx, x, name, "x");
     if (checked == CLMAD_OK)
-        checked = clmad__require_float(ctx, x, name, "x");
+        checked = clmad__require_any_float(ctx, x, name, "x"); /* 16-bit: summed in f32 */
     if (checked != CLMAD_OK)
         return checked;
     sum_data *d = calloc(1, sizeof *d);

@@ -151,6 +151,11 @@ int clmad__dtype_is_16bit(clmad_dtype dtype);
 clmad_status clmad__require_float(const clmad_context *ctx, const clmad_tensor *t, const char *call,
                                   const char *what);
 
+/* The same, letting 16-bit floats through too: the operations that compute
+ * on them (broadcasts, sums), in f32. */
+clmad_status clmad__require_any_float(const clmad_context *ctx, const clmad_tensor *t, const char *call,
+                                      const char *what);
+
 /* CLMAD_ERR_INVALID_ARGUMENT, naming `call` and the field, when a context
  * parameter of opt is out of its bounds (context_params.c). */
 clmad_status clmad__check_options(const clmad_options *opt, const char *call);

@@ -70,3 +70,9 @@ clmad_status clmad__require_float(const clmad_context *ctx, const clmad_tensor *
                        "(integer tensors are labels, indices and masks: see the index operations)",
                        call, what, clmad_dtype_name(t->dtype));
 }
+
+clmad_status clmad__require_any_float(const clmad_context *ctx, const clmad_tensor *t, const char *call,
+                                      const char *what)
+{
+    return t && clmad__dtype_is_16bit(t->dtype) ? CLMAD_OK : clmad__require_float(ctx, t, call, what);
+}

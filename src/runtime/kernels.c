@@ -42,18 +42,20 @@ clmad_status clmad__cached_kernel(clmad_context *ctx, clmad_dtype dtype, clmad_k
         *kernel = *slot;
         return CLMAD_OK;
     }
-    /* real and clmad__real8 come from cl/real.clh, which each file includes;
-     * for an integer dtype `real` is that integer type (CLMAD_ELEM_INT). */
+    /* real, clmad__stored and clmad__real8 come from cl/real.clh, which
+     * each file includes: for an integer dtype `real` is that integer type
+     * (CLMAD_ELEM_INT); a 16-bit float is stored as its bits and computes
+     * in float (CLMAD_STORE_16). */
     static const char *const INT_TYPES[CLMAD__DTYPE_COUNT] = {
-        [CLMAD_I32] = "int", [CLMAD_I64] = "long", [CLMAD_U8] = "uchar",
-        /* 16-bit floats only move as bit patterns here (half.cl converts) */
-        [CLMAD_F16] = "ushort", [CLMAD_BF16] = "ushort"};
+        [CLMAD_I32] = "int", [CLMAD_I64] = "long", [CLMAD_U8] = "uchar"};
     clmad_strbuf sb = {0};
     clmad__sb_printf(&sb, "#define CLMAD_REAL_DOUBLE %d\n#define CLMAD_VW %d\n", dtype == CLMAD_F64,
                      ctx->vector_width);
     if (INT_TYPES[dtype])
         clmad__sb_printf(&sb, "#define CLMAD_ELEM_INT %s\n#define CLMAD_ELEM_INT8 %s8\n", INT_TYPES[dtype],
                          INT_TYPES[dtype]);
+    if (clmad__dtype_is_16bit(dtype))
+        clmad__sb_printf(&sb, "#define CLMAD_STORE_16 %d\n", dtype == CLMAD_F16 ? 1 : 2);
     clmad__sb_printf(&sb, "#line 1 \"%s\"\n", KERNELS[id].file);
     clmad__sb_append(&sb, clmad__embedded_source(KERNELS[id].file));
     if (sb.failed) {
@@ -129,8 +131,8 @@ size_t clmad__real_arg(clmad_dtype dtype, double value, clmad_real_arg *arg)
     case CLMAD_I32: arg->i = (cl_int)value; break;
     case CLMAD_I64: arg->l = (cl_long)value; break;
     case CLMAD_U8: arg->u = (cl_uchar)value; break;
-    case CLMAD_F16: /* bit patterns: a copy's factor 1 (clmad__fill rounds values) */
-    case CLMAD_BF16: arg->h = (cl_ushort)value; break;
+    case CLMAD_F16: /* computed in float (CLMAD_STORE_16; clmad__fill stores bits) */
+    case CLMAD_BF16: arg->f = (float)value; return sizeof(float);
     }
     return clmad_dtype_size(dtype);
 }
@@ -143,12 +145,12 @@ clmad_status clmad__fill(clmad_context *ctx, cl_mem mem, clmad_dtype dtype, size
     clmad_status st = clmad__cached_kernel(ctx, dtype, CLMAD_OPS_FILL, &kernel);
     if (st != CLMAD_OK)
         return st;
-    clmad_real_arg arg;
+    clmad_real_arg arg; /* the element as stored: a 16-bit float's bits */
     size_t arg_size = clmad__real_arg(dtype, value, &arg);
-    if (dtype == CLMAD_F16)
-        arg.h = clmad__f16_from_double(value);
-    else if (dtype == CLMAD_BF16)
-        arg.h = clmad__bf16_from_double(value);
+    if (clmad__dtype_is_16bit(dtype)) {
+        arg.h = dtype == CLMAD_F16 ? clmad__f16_from_double(value) : clmad__bf16_from_double(value);
+        arg_size = sizeof arg.h;
+    }
     cl_ulong count = n;
     const void *values[] = {&mem, &arg, &count};
     const size_t sizes[] = {sizeof mem, arg_size, sizeof count};

@@ -40,8 +40,8 @@ clmad_status clmad__launch_cached_groups(clmad_context *ctx, clmad_dtype dtype, 
                                          size_t group, uint64_t bytes);
 
 /* A kernel argument of type `real` for dtype (an integer type for integer
- * dtypes: value is then in range and integral, as the callers check; for
- * 16-bit floats, whose kernels here only move bits, the integer too). */
+ * dtypes: value is then in range and integral, as the callers check; float
+ * for 16-bit floats, whose kernels compute in float: cl/real.clh). */
 typedef union clmad_real_arg {
     float f;
     double d;
@@ -125,5 +125,8 @@ clmad_status clmad__range_pass(clmad_context *ctx, clmad_kernel_id id, cl_mem ds
 
 /* Row-major contiguous strides of a shape. */
 void clmad__contiguous_strides(int ndim, const size_t *shape, size_t *strides);
+
+/* Up to 8 sizes as a kernel's ulong8 (the rest 0). */
+cl_ulong8 clmad__pack8(int n, const size_t *v);
 
 #endif

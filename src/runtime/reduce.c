@@ -1,105 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Deterministic reductions (sum, mean, unbroadcast) and strided copies. */
+/* Deterministic reductions (sum, mean, unbroadcast). */
 #include "runtime/context.h"
 #include "runtime/primitives.h"
 #include "base/strbuf.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-void clmad__contiguous_strides(int ndim, const size_t *shape, size_t *strides)
-{
-    size_t s = 1;
-    for (int d = ndim - 1; d >= 0; d--) {
-        strides[d] = s;
-        s *= shape[d];
-    }
-}
-
-static cl_ulong8 pack8(int n, const size_t *v)
-{
-    cl_ulong8 p;
-    memset(&p, 0, sizeof p);
-    for (int i = 0; i < n && i < 8; i++)
-        p.s[i] = v[i];
-    return p;
-}
-
-/* The strided copy with unit strides on both sides: a flat kernel, one
- * vector access per work-item (the tuning's vector width). */
-static clmad_status contiguous_copy(clmad_context *ctx, clmad_tensor *dst, size_t dst_off, clmad_tensor *src,
-                                    size_t src_off, size_t n, double scale, int accumulate, uint64_t bytes)
-{
-    cl_kernel k;
-    clmad_status st = clmad__cached_kernel(ctx, dst->dtype, CLMAD_OPS_COPY_CONTIGUOUS, &k);
-    if (st != CLMAD_OK)
-        return st;
-    cl_ulong nn = n, doff = dst_off, soff = src_off;
-    cl_int acc = accumulate;
-    clmad_real_arg scale_arg;
-    const size_t scale_size = clmad__real_arg(dst->dtype, scale, &scale_arg);
-    const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof nn, sizeof doff, sizeof soff, scale_size,
-                            sizeof acc};
-    const void *values[] = {&dst->mem, &src->mem, &nn, &doff, &soff, &scale_arg, &acc};
-    st = clmad__set_kernel_args(ctx, k, 7, sizes, values);
-    return st == CLMAD_OK ? clmad__enqueue_flat(ctx, k, n, bytes) : st;
-}
-
-clmad_status clmad__strided_copy(clmad_context *ctx, clmad_tensor *dst, size_t dst_off,
-                                 const size_t *dst_strides, clmad_tensor *src, size_t src_off,
-                                 const size_t *src_strides, int nd, const size_t *dims, double scale,
-                                 int accumulate)
-{
-    size_t n = 1;
-    for (int d = 0; d < nd; d++)
-        n *= dims[d];
-    if (n == 0)
-        return CLMAD_OK;
-    /* Merge neighbouring dimensions that both sides walk as one (outer
-     * stride = inner stride x inner size) and drop those of size 1: the
-     * kernel's index arithmetic is per dimension, and a single dimension
-     * (a contiguous copy, a scalar expanded) needs none. */
-    size_t md[CLMAD_MAX_DIMS], mds[CLMAD_MAX_DIMS], mss[CLMAD_MAX_DIMS];
-    int m = 0;
-    for (int d = 0; d < nd; d++) {
-        if (dims[d] == 1)
-            continue;
-        if (m > 0 && mds[m - 1] == dst_strides[d] * dims[d] && mss[m - 1] == src_strides[d] * dims[d]) {
-            md[m - 1] *= dims[d];
-            mds[m - 1] = dst_strides[d];
-            mss[m - 1] = src_strides[d];
-            continue;
-        }
-        md[m] = dims[d];
-        mds[m] = dst_strides[d];
-        mss[m] = src_strides[d];
-        m++;
-    }
-    if (m == 0) { /* a single element */
-        md[0] = 1, mds[0] = 0, mss[0] = 0;
-        m = 1;
-    }
-    nd = m, dims = md, dst_strides = mds, src_strides = mss;
-    /* Each element read once and written once (twice when accumulating). */
-    uint64_t bytes = (uint64_t)n * clmad_dtype_size(dst->dtype) * (accumulate ? 3 : 2);
-    if (nd == 1 && dst_strides[0] == 1 && src_strides[0] == 1)
-        return contiguous_copy(ctx, dst, dst_off, src, src_off, n, scale, accumulate, bytes);
-    cl_kernel k;
-    clmad_status st = clmad__cached_kernel(ctx, dst->dtype, CLMAD_OPS_STRIDED_COPY, &k);
-    if (st != CLMAD_OK)
-        return st;
-    cl_ulong nn = n, doff = dst_off, soff = src_off;
-    cl_int ndim = nd, acc = accumulate;
-    cl_ulong8 d8 = pack8(nd, dims), ds8 = pack8(nd, dst_strides), ss8 = pack8(nd, src_strides);
-    clmad_real_arg scale_arg;
-    const size_t scale_size = clmad__real_arg(dst->dtype, scale, &scale_arg);
-    const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof nn, sizeof ndim, sizeof d8,
-                            sizeof ds8, sizeof ss8, sizeof doff, sizeof soff, scale_size, sizeof acc};
-    const void *values[] = {&dst->mem, &src->mem, &nn, &ndim, &d8, &ds8, &ss8, &doff, &soff,
-                            &scale_arg, &acc};
-    st = clmad__set_kernel_args(ctx, k, 11, sizes, values);
-    return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, n, bytes) : st;
-}
 
 /* One pass of clmad_reduce_sum: dst[m * parts + p] = partial sums. */
 static clmad_status reduce_pass(clmad_context *ctx, cl_mem dst, cl_mem src, clmad_dtype dtype,
@@ -113,7 +19,7 @@ static clmad_status reduce_pass(clmad_context *ctx, cl_mem dst, cl_mem src, clma
         return st;
     cl_ulong keep = n_keep, red = n_red, np = parts;
     cl_int nk32 = nk, nr32 = nr;
-    cl_ulong8 kd = pack8(nk, kdims), kst = pack8(nk, ks), rd = pack8(nr, rdims), rst = pack8(nr, rs);
+    cl_ulong8 kd = clmad__pack8(nk, kdims), kst = clmad__pack8(nk, ks), rd = clmad__pack8(nr, rdims), rst = clmad__pack8(nr, rs);
     const size_t sizes[] = {sizeof dst, sizeof src, sizeof keep, sizeof red, sizeof np, sizeof nk32,
                             sizeof kd, sizeof kst, sizeof nr32, sizeof rd, sizeof rst};
     const void *values[] = {&dst, &src, &keep, &red, &np, &nk32, &kd, &kst, &nr32, &rd, &rst};
@@ -234,8 +140,49 @@ clmad_status clmad__range_pass(clmad_context *ctx, clmad_kernel_id id, cl_mem ds
     return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, parts, bytes) : st;
 }
 
+/* dst (16-bit) = src (f32) rounded: the end of a 16-bit tensor's sum. */
+static clmad_status round_to_16bit(clmad_context *ctx, clmad_tensor *dst, clmad_tensor *src)
+{
+    cl_ulong n = dst->numel;
+    const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof n};
+    const void *values[] = {&dst->mem, &src->mem, &n};
+    return clmad__launch_cached(ctx, CLMAD_F32,
+                                dst->dtype == CLMAD_F16 ? CLMAD_HALF_REAL_TO_F16 : CLMAD_HALF_REAL_TO_BF16, 3, sizes,
+                                values, dst->numel, (uint64_t)n * 6);
+}
+
+static clmad_status reduce_in(clmad_context *ctx, clmad_tensor *src, const int *reduce, double scale,
+                              clmad_dtype acc, clmad_tensor *result);
+
 clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *reduce, double scale,
                            int out_ndim, const size_t *out_shape, clmad_tensor **out)
+{
+    /* 16-bit floats are summed in f32 and rounded once at the end. */
+    const clmad_dtype acc = clmad__dtype_is_16bit(src->dtype) ? CLMAD_F32 : src->dtype;
+    clmad_tensor *result = NULL, *sums = NULL;
+    clmad_status st = clmad_tensor_create(ctx, src->dtype, out_ndim, out_shape, NULL, &result);
+    if (st == CLMAD_OK && result->numel > 0 && src->numel == 0)
+        st = clmad__fill(ctx, result->mem, src->dtype, result->numel, 0.0);
+    else if (st == CLMAD_OK && result->numel > 0 && acc != src->dtype) {
+        st = clmad_tensor_create(ctx, acc, out_ndim, out_shape, NULL, &sums);
+        if (st == CLMAD_OK)
+            st = reduce_in(ctx, src, reduce, scale, acc, sums);
+        if (st == CLMAD_OK)
+            st = round_to_16bit(ctx, result, sums);
+        clmad_tensor_release(sums);
+    } else if (st == CLMAD_OK && result->numel > 0)
+        st = reduce_in(ctx, src, reduce, scale, acc, result);
+    if (st != CLMAD_OK) {
+        clmad_tensor_release(result);
+        return st;
+    }
+    *out = result;
+    return CLMAD_OK;
+}
+
+/* result (of dtype acc: src's, or f32 for a 16-bit src) = the sums. */
+static clmad_status reduce_in(clmad_context *ctx, clmad_tensor *src, const int *reduce, double scale,
+                              clmad_dtype acc, clmad_tensor *result)
 {
     size_t strides[CLMAD_MAX_DIMS];
     clmad__contiguous_strides(src->ndim, src->shape, strides);
@@ -265,52 +212,39 @@ clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *red
         else
             n_keep *= n;
     }
-    clmad_tensor *result;
-    clmad_status st = clmad_tensor_create(ctx, src->dtype, out_ndim, out_shape, NULL, &result);
-    if (st != CLMAD_OK || result->numel == 0) {
-        if (st == CLMAD_OK)
-            *out = result;
-        return st;
-    }
-    if (src->numel == 0) {
-        st = clmad__fill(ctx, result->mem, src->dtype, result->numel, 0.0);
-        if (st != CLMAD_OK) {
-            clmad_tensor_release(result);
-            return st;
-        }
-        *out = result;
-        return CLMAD_OK;
-    }
+    clmad_status st = CLMAD_OK;
     /* Passes until one value per kept element is left: each splits its
      * reduced elements into a number of parts that depends on the shape
      * only, so the order of the additions is the same from run to run. */
     int ranges = clmad__sum_by_ranges(ctx, n_keep, nr, rs);
     size_t parts = ranges ? clmad__range_parts(n_red) : clmad__reduce_parts(n_keep, n_red);
     cl_mem from = src->mem;
+    clmad_dtype dtype = src->dtype; /* of `from`; the first pass widens a 16-bit src */
     clmad_tensor *partial = NULL;
     int tail_done = 0;
     for (;;) {
         if (!ranges && n_keep == 1 && nr == 1 && rs[0] == 1) {
-            st = reduce_tail(ctx, result->mem, from, src->dtype, n_red, scale, &tail_done);
+            st = reduce_tail(ctx, result->mem, from, dtype, n_red, scale, &tail_done);
             if (st != CLMAD_OK || tail_done)
                 break;
         }
         clmad_tensor *next = NULL;
         if (parts > 1) {
             size_t pshape[1] = {n_keep * parts};
-            st = clmad_tensor_create(ctx, src->dtype, 1, pshape, NULL, &next);
+            st = clmad_tensor_create(ctx, acc, 1, pshape, NULL, &next);
         }
         cl_mem to = next ? next->mem : result->mem;
         if (st == CLMAD_OK && ranges)
-            st = clmad__range_pass(ctx, CLMAD_OPS_SUM_RANGES, to, from, NULL, src->dtype, n_red, parts);
+            st = clmad__range_pass(ctx, CLMAD_OPS_SUM_RANGES, to, from, NULL, dtype, n_red, parts);
         else if (st == CLMAD_OK)
-            st = reduce_pass(ctx, to, from, src->dtype, n_keep, n_red, parts, nk, kdims, ks, nr, rdims, rs);
+            st = reduce_pass(ctx, to, from, dtype, n_keep, n_red, parts, nk, kdims, ks, nr, rdims, rs);
         clmad_tensor_release(partial);
         partial = next;
         if (st != CLMAD_OK || !next)
             break;
         /* The next pass reads the partial sums: n_keep rows of `parts`. */
         from = next->mem;
+        dtype = acc;
         n_red = parts;
         nk = 1, kdims[0] = n_keep, ks[0] = parts;
         nr = 1, rdims[0] = parts, rs[0] = 1;
@@ -322,12 +256,7 @@ clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *red
         size_t dims[1] = {result->numel}, one[1] = {1};
         st = clmad__strided_copy(ctx, result, 0, one, result, 0, one, 1, dims, scale, 0);
     }
-    if (st != CLMAD_OK) {
-        clmad_tensor_release(result);
-        return st;
-    }
-    *out = result;
-    return CLMAD_OK;
+    return st;
 }
 
 clmad_status clmad__sum_to_shape(clmad_context *ctx, clmad_tensor *src, int ndim, const size_t *shape,

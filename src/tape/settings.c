@@ -34,12 +34,7 @@ clmad_status clmad_tensor_set_requires_grad(clmad_tensor *t, int on)
     CLMAD_GUARD(t ? t->ctx : NULL, "clmad_tensor_set_requires_grad");
     if (!t)
         return clmad__fail(NULL, CLMAD_ERR_INVALID_ARGUMENT, "clmad_tensor_set_requires_grad: NULL tensor");
-    if (on && clmad__dtype_is_16bit(t->dtype))
-        return clmad__fail(t->ctx, CLMAD_ERR_DTYPE,
-                           "clmad_tensor_set_requires_grad: the tensor is a 16-bit tensor (%s), which has no "
-                           "gradient yet: keep an f32 copy to train (clmad_cast)",
-                           clmad_dtype_name(t->dtype));
-    if (on && !clmad__dtype_is_float(t->dtype))
+    if (on && !clmad__dtype_is_float(t->dtype) && !clmad__dtype_is_16bit(t->dtype))
         return clmad__fail(t->ctx, CLMAD_ERR_DTYPE,
                            "clmad_tensor_set_requires_grad: the tensor is an integer tensor (%s): integer "
                            "tensors (labels, indices, masks) have no gradient",

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bench_half_cell: a training step of the HM-LSTM cell (bench/hmlstm_cell.h)
+ * at dims x dims, y = cell(z, zb, c, f, i, g), loss = sum(y), backward to
+ * c, f, i and g, in each storage dtype on the same inputs (bf16 values, so
+ * that every dtype holds them exactly), interleaved, medians:
+ *   f32          the default (fusion on: the sum is the loss kernel's)
+ *   f32 unfused  fusion off, every call eager (as 16-bit tensors run)
+ *   bf16, f16    16-bit storage, computed in f32
+ * with each time over f32's, and each loss against the f64 loss of the same
+ * inputs (the step in f64, when the device has fp64).
+ * Usage: bench_half_cell [dims] [repetitions]
+ */
+#include "bench_common.h"
+#include "hmlstm_cell.h"
+
+#include <math.h>
+
+enum { F32, F32_UNFUSED, BF16, F16, N_WAYS };
+static const char *const WAYS[N_WAYS] = {"f32", "f32 unfused", "bf16", "f16"};
+static const clmad_dtype DTYPE[N_WAYS] = {CLMAD_F32, CLMAD_F32, CLMAD_BF16, CLMAD_F16};
+
+typedef struct inputs {
+    clmad_tensor *t[6]; /* z, zb (1 x dims), c, f, i, g (dims x dims) */
+} inputs;
+
+/* The six inputs in dtype from the f32 values (exact: they are bf16 values). */
+static void make_inputs(clmad_context *ctx, clmad_dtype dtype, clmad_tensor *const *f32, inputs *in)
+{
+    for (int j = 0; j < 6; j++) {
+        BENCH_CHECK(ctx, clmad_cast(ctx, f32[j], dtype, &in->t[j]));
+        if (j >= 2)
+            BENCH_CHECK(ctx, clmad_tensor_set_requires_grad(in->t[j], 1));
+    }
+}
+
+/* One step; its time, and the loss in *loss. */
+static double step(clmad_context *ctx, clmad_kernel *k, inputs *in, double *loss)
+{
+    BENCH_CHECK(ctx, clmad_finish(ctx));
+    double t0 = bench_now();
+    clmad_tensor *y, *l;
+    BENCH_CHECK(ctx, clmad_broadcast(ctx, k, in->t, &y));
+    BENCH_CHECK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &l));
+    BENCH_CHECK(ctx, clmad_backward(ctx, l, NULL));
+    BENCH_CHECK(ctx, clmad_finish(ctx));
+    double t = bench_now() - t0;
+    BENCH_CHECK(ctx, clmad_tensor_item(l, loss));
+    for (int j = 2; j < 6; j++)
+        clmad_tensor_zero_grad(in->t[j]);
+    clmad_tensor_release(y);
+    clmad_tensor_release(l);
+    return t;
+}
+
+int main(int argc, char **argv)
+{
+    size_t dims = argc > 1 ? (size_t)atol(argv[1]) : 2048;
+    int reps = argc > 2 ? atoi(argv[2]) : 9;
+    if (dims == 0 || reps < 1 || reps > 99) {
+        fprintf(stderr, "usage: %s [dims] [repetitions 1..99]\n", argv[0]);
+        return 2;
+    }
+    clmad_context *ctx[2] = {NULL, NULL}; /* fusion on, off */
+    for (int c = 0; c < 2; c++) {
+        clmad_options opt;
+        clmad_options_init(&opt);
+        opt.disable_fusion = c;
+        if (clmad_context_create(&opt, &ctx[c]) != CLMAD_OK) {
+            fprintf(stderr, "bench_half_cell: %s\n", clmad_last_error(NULL));
+            return 1;
+        }
+    }
+    size_t n = dims * dims, row[2] = {1, dims}, square[2] = {dims, dims};
+    float *host = malloc(n * sizeof *host);
+    if (!host)
+        return 1;
+    clmad_tensor *f32[2][6];
+    clmad_kernel *k[2];
+    inputs in[N_WAYS], wide;
+    uint32_t s = 2024;
+    for (int j = 0; j < 6; j++) {
+        size_t m = j < 2 ? dims : n;
+        for (size_t e = 0; e < m; e++) {
+            s = s * 1664525u + 1013904223u;
+            /* controls in {0, 1} (a third of the columns each branch), gates in [-3, 3) */
+            float v = j < 2 ? (float)((s >> 16) % 3 == (uint32_t)j) : ((float)(s >> 8) * 0x1p-24f * 6 - 3);
+            host[e] = clmad_bf16_to_float(clmad_bf16_from_float(v));
+        }
+        for (int c = 0; c < 2; c++)
+            BENCH_CHECK(ctx[c], clmad_tensor_create(ctx[c], CLMAD_F32, 2, j < 2 ? row : square, host, &f32[c][j]));
+    }
+    free(host);
+    for (int c = 0; c < 2; c++)
+        BENCH_CHECK(ctx[c], clmad_kernel_create(ctx[c], CELL_SOURCE, "cell_update", 6, 1, &k[c]));
+    for (int w = 0; w < N_WAYS; w++) {
+        const int c = w == F32_UNFUSED;
+        make_inputs(ctx[c], DTYPE[w], f32[c], &in[w]);
+    }
+    double loss[N_WAYS], loss64 = NAN, times[N_WAYS][99];
+    clmad_device_info dev;
+    clmad_context_device(ctx[0], &dev);
+    if (dev.fp64) {
+        make_inputs(ctx[0], CLMAD_F64, f32[0], &wide);
+        step(ctx[0], k[0], &wide, &loss64);
+        for (int j = 0; j < 6; j++)
+            clmad_tensor_release(wide.t[j]);
+    }
+    for (int w = 0; w < N_WAYS; w++) /* warm-up: builds, pools */
+        step(ctx[w == F32_UNFUSED], k[w == F32_UNFUSED], &in[w], &loss[w]);
+    for (int r = 0; r < reps; r++)
+        for (int w = 0; w < N_WAYS; w++)
+            times[w][r] = step(ctx[w == F32_UNFUSED], k[w == F32_UNFUSED], &in[w], &loss[w]);
+    printf("bench_half_cell: %s, HM-LSTM cell step (forward, sum, backward) at %zu x %zu, medians of %d, "
+           "interleaved\n",
+           dev.name, dims, dims, reps);
+    const double base = bench_median(times[F32], reps);
+    for (int w = 0; w < N_WAYS; w++) {
+        double t = bench_median(times[w], reps);
+        printf("  %-12s %9.3f ms  time / f32 %.2f  loss %.9g", WAYS[w], 1e3 * t, t / base, loss[w]);
+        if (dev.fp64)
+            printf("  rel. to f64 %.2e", fabs(loss[w] - loss64) / fabs(loss64));
+        printf("\n");
+    }
+    if (dev.fp64)
+        printf("  f64 loss %.17g\n", loss64);
+    for (int w = 0; w < N_WAYS; w++)
+        for (int j = 0; j < 6; j++)
+            clmad_tensor_release(in[w].t[j]);
+    for (int c = 0; c < 2; c++) {
+        for (int j = 0; j < 6; j++)
+            clmad_tensor_release(f32[c][j]);
+        clmad_kernel_release(k[c]);
+        clmad_context_release(ctx[c]);
+    }
+    return 0;
+}

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_half_cell: a training step of the HM-LSTM cell (bench/hmlstm_cell.h)
- * at dims x dims, y = cell(z, zb, c, f, i, g), loss = sum(y), backward to
- * c, f, i and g, in each storage dtype on the same inputs (bf16 values, so
- * that every dtype holds them exactly), interleaved, medians:
+ * at dims x dims, y = cell(z, zb, c, f, i, g), loss = mean(y), backward to
+ * c, f, i and g, and the same step of the memory-bound y = x w + 1, in
+ * each storage dtype on the same inputs (bf16 values, so that every dtype
+ * holds them exactly), interleaved, medians:
  *   f32          the default (fusion on: the sum is the loss kernel's)
  *   f32 unfused  fusion off, every call eager (as 16-bit tensors run)
  *   bf16, f16    16-bit storage, computed in f32
@@ -20,16 +21,27 @@ enum { F32, F32_UNFUSED, BF16, F16, N_WAYS };
 static const char *const WAYS[N_WAYS] = {"f32", "f32 unfused", "bf16", "f16"};
 static const clmad_dtype DTYPE[N_WAYS] = {CLMAD_F32, CLMAD_F32, CLMAD_BF16, CLMAD_F16};
 
+/* The kernels: the cell (z, zb are 1 x dims controls; the gates c, f, i,
+ * g dims x dims) and x w + 1 (both dims x dims). */
+static const struct {
+    const char *title, *source, *name;
+    int n_inputs, n_controls; /* the first n_controls inputs: 1 x dims, in {0, 1}, no gradient */
+} KERNELS[2] = {{"HM-LSTM cell", NULL, "cell_update", 6, 2},
+                {"x * w + 1", "T axpb(T x, T w) { return x * w + 1; }", "axpb", 2, 0}};
+
 typedef struct inputs {
-    clmad_tensor *t[6]; /* z, zb (1 x dims), c, f, i, g (dims x dims) */
+    clmad_tensor *t[6];
+    int n, n_controls;
 } inputs;
 
-/* The six inputs in dtype from the f32 values (exact: they are bf16 values). */
-static void make_inputs(clmad_context *ctx, clmad_dtype dtype, clmad_tensor *const *f32, inputs *in)
+/* The inputs in dtype from the f32 values (exact: they are bf16 values). */
+static void make_inputs(clmad_context *ctx, clmad_dtype dtype, clmad_tensor *const *f32, int n, int n_controls,
+                        inputs *in)
 {
-    for (int j = 0; j < 6; j++) {
+    in->n = n, in->n_controls = n_controls;
+    for (int j = 0; j < n; j++) {
         BENCH_CHECK(ctx, clmad_cast(ctx, f32[j], dtype, &in->t[j]));
-        if (j >= 2)
+        if (j >= n_controls)
             BENCH_CHECK(ctx, clmad_tensor_set_requires_grad(in->t[j], 1));
     }
 }
@@ -41,12 +53,12 @@ static double step(clmad_context *ctx, clmad_kernel *k, inputs *in, double *loss
     double t0 = bench_now();
     clmad_tensor *y, *l;
     BENCH_CHECK(ctx, clmad_broadcast(ctx, k, in->t, &y));
-    BENCH_CHECK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &l));
+    BENCH_CHECK(ctx, clmad_mean(ctx, y, 0, NULL, 0, &l));
     BENCH_CHECK(ctx, clmad_backward(ctx, l, NULL));
     BENCH_CHECK(ctx, clmad_finish(ctx));
     double t = bench_now() - t0;
     BENCH_CHECK(ctx, clmad_tensor_item(l, loss));
-    for (int j = 2; j < 6; j++)
+    for (int j = in->n_controls; j < in->n; j++)
         clmad_tensor_zero_grad(in->t[j]);
     clmad_tensor_release(y);
     clmad_tensor_release(l);
@@ -75,63 +87,70 @@ int main(int argc, char **argv)
     float *host = malloc(n * sizeof *host);
     if (!host)
         return 1;
-    clmad_tensor *f32[2][6];
-    clmad_kernel *k[2];
-    inputs in[N_WAYS], wide;
-    uint32_t s = 2024;
-    for (int j = 0; j < 6; j++) {
-        size_t m = j < 2 ? dims : n;
-        for (size_t e = 0; e < m; e++) {
-            s = s * 1664525u + 1013904223u;
-            /* controls in {0, 1} (a third of the columns each branch), gates in [-3, 3) */
-            float v = j < 2 ? (float)((s >> 16) % 3 == (uint32_t)j) : ((float)(s >> 8) * 0x1p-24f * 6 - 3);
-            host[e] = clmad_bf16_to_float(clmad_bf16_from_float(v));
+    clmad_device_info dev;
+    clmad_context_device(ctx[0], &dev);
+    printf("bench_half_cell: %s, a training step (forward, mean, backward) at %zu x %zu, medians of %d, "
+           "interleaved\n",
+           dev.name, dims, dims, reps);
+    for (int kn = 0; kn < 2; kn++) {
+        const int n_in = KERNELS[kn].n_inputs, n_ctl = KERNELS[kn].n_controls;
+        clmad_tensor *f32[2][6];
+        clmad_kernel *k[2];
+        inputs in[N_WAYS], wide;
+        uint32_t s = 2024;
+        for (int j = 0; j < n_in; j++) {
+            size_t m = j < n_ctl ? dims : n;
+            for (size_t e = 0; e < m; e++) {
+                s = s * 1664525u + 1013904223u;
+                /* controls in {0, 1} (a third of the columns each branch), gates in [-3, 3) */
+                float v = j < n_ctl ? (float)((s >> 16) % 3 == (uint32_t)j) : ((float)(s >> 8) * 0x1p-24f * 6 - 3);
+                host[e] = clmad_bf16_to_float(clmad_bf16_from_float(v));
+            }
+            for (int c = 0; c < 2; c++)
+                BENCH_CHECK(ctx[c],
+                            clmad_tensor_create(ctx[c], CLMAD_F32, 2, j < n_ctl ? row : square, host, &f32[c][j]));
         }
         for (int c = 0; c < 2; c++)
-            BENCH_CHECK(ctx[c], clmad_tensor_create(ctx[c], CLMAD_F32, 2, j < 2 ? row : square, host, &f32[c][j]));
+            BENCH_CHECK(ctx[c], clmad_kernel_create(ctx[c], KERNELS[kn].source ? KERNELS[kn].source : CELL_SOURCE,
+                                                    KERNELS[kn].name, n_in, 1, &k[c]));
+        for (int w = 0; w < N_WAYS; w++) {
+            const int c = w == F32_UNFUSED;
+            make_inputs(ctx[c], DTYPE[w], f32[c], n_in, n_ctl, &in[w]);
+        }
+        double loss[N_WAYS], loss64 = NAN, times[N_WAYS][99];
+        if (dev.fp64) {
+            make_inputs(ctx[0], CLMAD_F64, f32[0], n_in, n_ctl, &wide);
+            step(ctx[0], k[0], &wide, &loss64);
+            for (int j = 0; j < n_in; j++)
+                clmad_tensor_release(wide.t[j]);
+        }
+        for (int w = 0; w < N_WAYS; w++) /* warm-up: builds, pools */
+            step(ctx[w == F32_UNFUSED], k[w == F32_UNFUSED], &in[w], &loss[w]);
+        for (int r = 0; r < reps; r++)
+            for (int w = 0; w < N_WAYS; w++)
+                times[w][r] = step(ctx[w == F32_UNFUSED], k[w == F32_UNFUSED], &in[w], &loss[w]);
+        printf("%s:\n", KERNELS[kn].title);
+        const double base = bench_median(times[F32], reps);
+        for (int w = 0; w < N_WAYS; w++) {
+            double t = bench_median(times[w], reps);
+            printf("  %-12s %9.3f ms  time / f32 %.2f  loss %.9g", WAYS[w], 1e3 * t, t / base, loss[w]);
+            if (dev.fp64)
+                printf("  rel. to f64 %.2e", fabs(loss[w] - loss64) / fabs(loss64));
+            printf("\n");
+        }
+        if (dev.fp64)
+            printf("  f64 loss %.17g\n", loss64);
+        for (int w = 0; w < N_WAYS; w++)
+            for (int j = 0; j < n_in; j++)
+                clmad_tensor_release(in[w].t[j]);
+        for (int c = 0; c < 2; c++) {
+            for (int j = 0; j < n_in; j++)
+                clmad_tensor_release(f32[c][j]);
+            clmad_kernel_release(k[c]);
+        }
     }
     free(host);
     for (int c = 0; c < 2; c++)
-        BENCH_CHECK(ctx[c], clmad_kernel_create(ctx[c], CELL_SOURCE, "cell_update", 6, 1, &k[c]));
-    for (int w = 0; w < N_WAYS; w++) {
-        const int c = w == F32_UNFUSED;
-        make_inputs(ctx[c], DTYPE[w], f32[c], &in[w]);
-    }
-    double loss[N_WAYS], loss64 = NAN, times[N_WAYS][99];
-    clmad_device_info dev;
-    clmad_context_device(ctx[0], &dev);
-    if (dev.fp64) {
-        make_inputs(ctx[0], CLMAD_F64, f32[0], &wide);
-        step(ctx[0], k[0], &wide, &loss64);
-        for (int j = 0; j < 6; j++)
-            clmad_tensor_release(wide.t[j]);
-    }
-    for (int w = 0; w < N_WAYS; w++) /* warm-up: builds, pools */
-        step(ctx[w == F32_UNFUSED], k[w == F32_UNFUSED], &in[w], &loss[w]);
-    for (int r = 0; r < reps; r++)
-        for (int w = 0; w < N_WAYS; w++)
-            times[w][r] = step(ctx[w == F32_UNFUSED], k[w == F32_UNFUSED], &in[w], &loss[w]);
-    printf("bench_half_cell: %s, HM-LSTM cell step (forward, sum, backward) at %zu x %zu, medians of %d, "
-           "interleaved\n",
-           dev.name, dims, dims, reps);
-    const double base = bench_median(times[F32], reps);
-    for (int w = 0; w < N_WAYS; w++) {
-        double t = bench_median(times[w], reps);
-        printf("  %-12s %9.3f ms  time / f32 %.2f  loss %.9g", WAYS[w], 1e3 * t, t / base, loss[w]);
-        if (dev.fp64)
-            printf("  rel. to f64 %.2e", fabs(loss[w] - loss64) / fabs(loss64));
-        printf("\n");
-    }
-    if (dev.fp64)
-        printf("  f64 loss %.17g\n", loss64);
-    for (int w = 0; w < N_WAYS; w++)
-        for (int j = 0; j < 6; j++)
-            clmad_tensor_release(in[w].t[j]);
-    for (int c = 0; c < 2; c++) {
-        for (int j = 0; j < 6; j++)
-            clmad_tensor_release(f32[c][j]);
-        clmad_kernel_release(k[c]);
         clmad_context_release(ctx[c]);
-    }
     return 0;
 }

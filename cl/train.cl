@@ -219,3 +219,16 @@ __kernel void clmad_adam_group(CLMAD_ADAM_SLOT(0), CLMAD_ADAM_SLOT(1), CLMAD_ADA
     clmad_adam_element(CLMAD_PICK(p), CLMAD_PICK(g), CLMAD_PICK(m), CLMAD_PICK(v), e - CLMAD_SLOT_START,
                        CLMAD_PICK(step_size), b1, c1, b2, c2, CLMAD_PICK(sqrt_bc2), eps, wd, decay, decoupled);
 }
+
+/* GradScaler's unscale and check in one pass (ops/grad_scaler.c):
+ * found[0] = 1 when an element of g is inf or NaN, and g = g * inv_scale. */
+__kernel void clmad_unscale_check(__global real *g, ulong n, real inv_scale, __global int *found)
+{
+    const ulong e = get_global_id(0);
+    if (e >= n)
+        return;
+    const real v = g[e];
+    if (!isfinite(v))
+        atomic_or(found, 1);
+    g[e] = v * inv_scale;
+}

@@ -576,8 +576,9 @@ typedef enum clmad_dtype {
     CLMAD_I32 = 2, /* int32_t */
     CLMAD_I64 = 3, /* int64_t: what clmad_argmax gives and index operations take */
     CLMAD_U8 = 4,  /* uint8_t: masks */
-    /* 16-bit floats, for storage ("16-bit tensors" below): each element is
-     * its uint16_t bit pattern on the host and on the device. */
+    /* 16-bit floats, stored in half the bytes and computed in f32
+     * ("16-bit tensors" below): each element is its uint16_t bit pattern on
+     * the host and on the device. */
     CLMAD_F16 = 5, /* IEEE 754 binary16 (NumPy's float16) */
     CLMAD_BF16 = 6 /* bfloat16: the upper 16 bits of a binary32 (ml_dtypes, PyTorch) */
 } clmad_dtype;
@@ -593,12 +594,35 @@ CLMAD_API size_t clmad_dtype_size(clmad_dtype dtype);
  * concatenated, reshaped, transposed, gathered and index-selected like
  * the others, printed, saved and loaded (the safetensors types "F16" and
  * "BF16", bit for bit), and converted by clmad_cast to and from every
- * other dtype. The operations that compute (builtins, broadcasts, sums,
- * products, losses, optimizers, comparisons, argmax, MPI) do not take them
- * yet: they fail with CLMAD_ERR_DTYPE, the message naming the call and
- * the argument and saying to clmad_cast to f32 first. They carry no
- * gradient: clmad_cast to or from a 16-bit dtype records nothing, and
- * clmad_tensor_set_requires_grad refuses them.
+ * other dtype.
+ *
+ * Computing: broadcasts (a kernel over T runs unchanged), the builtins
+ * (clmad_add ... clmad_sqrt, clmad_where, clmad_compare), clmad_sum and
+ * clmad_mean take them. A kernel loads each element widened to f32
+ * (exactly), computes in f32 with f32 duals, and rounds each value,
+ * partial and gradient it stores once; sums accumulate in f32 and round
+ * the result once. The output has the inputs' dtype. Promotion: the
+ * builtins over inputs of several float dtypes cast them to the widest
+ * (PyTorch's and JAX's rule: 16-bit to f32, f32 to f64, f16 with bf16 to
+ * f32, which holds both; recorded casts, so each input's gradient comes
+ * back in its own dtype); a broadcast of a user kernel, the products and
+ * the losses refuse mixed dtypes (clmad_cast one of them). 16-bit
+ * tensors differentiate like f32 ones (clmad_tensor_set_requires_grad):
+ * a gradient has its tensor's dtype, each contribution rounded once and
+ * each accumulation added in f32 and rounded; clmad_cast carries the
+ * gradient across dtypes (f32 master weights cast to bf16 for the forward
+ * get their gradient widened). They run eagerly: a broadcast over 16-bit
+ * tensors is never held for fusion. argmax, argmin and clmad_accuracy read
+ * them as they are. The products (clmad_matmul, clmad_bmm, clmad_dot), the
+ * axis operations (clmad_max, clmad_logsumexp, clmad_softmax,
+ * clmad_log_softmax) and the losses (clmad_mse_loss, clmad_cross_entropy,
+ * clmad_cross_entropy_index) widen their 16-bit operands to f32 (recorded
+ * casts: gradients flow through them), compute in f32 and round the result
+ * once to the operands' dtype: a pass over each operand and one over the
+ * result more than in f32 (no HGEMM yet). The optimizers refuse 16-bit
+ * parameters (keep f32 master weights and cast them for the forward), as
+ * do clmad_tensor_axpby and the MPI collectives: CLMAD_ERR_DTYPE, the
+ * message naming the call and the argument and saying what to do.
  *
  * Rounding: a value converted to f16 or bf16 (by clmad_cast, a fill or
  * the functions below) rounds to the nearest, ties to even; a value too
@@ -978,8 +1002,9 @@ CLMAD_API clmad_status clmad_broadcast_second(clmad_context *ctx, clmad_kernel *
  * what is made of them (clmad_mse_loss, clmad_cross_entropy and
  * clmad_cross_entropy_index, clmad_where with an integer mask): every
  * operation that records on the tape. A tape holding an operation without
- * a second-order rule would be refused with CLMAD_ERR_UNSUPPORTED naming
- * it, before anything runs.
+ * a second-order rule, or one over 16-bit tensors (second order runs in
+ * f32 and f64), is refused with CLMAD_ERR_UNSUPPORTED naming it, before
+ * anything runs.
  * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL, n <= 0, a parameter that is not
  * a leaf requiring a gradient, a repeated parameter, another context),
  * CLMAD_ERR_SHAPE (a loss of more than one element, v[k] not shaped like
@@ -1042,9 +1067,10 @@ CLMAD_API int clmad_chunk_cap(const clmad_context *ctx);
  */
 
 /**
- * Marks a leaf tensor as requiring a gradient (on != 0) or not.
- * Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL), CLMAD_ERR_STATE (t is the
- * output of a recorded operation: only leaves can be changed).
+ * Marks a leaf tensor as requiring a gradient (on != 0) or not: an f32,
+ * f64, f16 or bf16 tensor. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL),
+ * CLMAD_ERR_DTYPE (an integer tensor), CLMAD_ERR_STATE (t is the output of
+ * a recorded operation: only leaves can be changed).
  */
 CLMAD_API clmad_status clmad_tensor_set_requires_grad(clmad_tensor *t, int on);
 
@@ -1395,9 +1421,10 @@ CLMAD_API clmad_status clmad_one_hot(clmad_context *ctx, clmad_tensor *index, si
  * x converted to dtype, elementwise, as C converts: integers to floats
  * round to nearest, floats to integers truncate toward zero (NaN, inf and
  * values outside the integer type's range give unspecified values), a
- * nonzero mask stays nonzero when made float. Between f32 and f64 the
- * gradient flows back (converted to x's dtype); a cast to an integer dtype
- * records nothing. Errors also: CLMAD_ERR_INVALID_ARGUMENT (an unknown
+ * nonzero mask stays nonzero when made float; to and from f16 and bf16
+ * as "16-bit tensors" says. Between the float dtypes (f32, f64, f16, bf16)
+ * the gradient flows back (converted to x's dtype); a cast to an integer
+ * dtype records nothing. Errors also: CLMAD_ERR_INVALID_ARGUMENT (an unknown
  * dtype), CLMAD_ERR_UNSUPPORTED (f64 without device fp64).
  */
 CLMAD_API clmad_status clmad_cast(clmad_context *ctx, clmad_tensor *x, clmad_dtype dtype, clmad_tensor **out);
@@ -1660,6 +1687,67 @@ CLMAD_API uint64_t clmad_optimizer_steps(const clmad_optimizer *o);
 /** Releases the optimizer, its state and its references to the parameters. */
 CLMAD_API void clmad_optimizer_release(clmad_optimizer *o);
 
+/*
+ * Dynamic loss scaling, for training with 16-bit activations
+ * (torch.cuda.amp.GradScaler's semantics). The loss is multiplied by a
+ * scale before clmad_backward, so that small gradients do not underflow in
+ * f16. Each step then divides the gradients of an optimizer's parameters by
+ * the scale and checks them for inf and NaN in the same pass (one kernel
+ * per gradient, one flag read back), skips the optimizer's step when one
+ * is found, and updates the scale: times backoff_factor after a skipped
+ * step; times growth_factor after growth_interval steps in a row without
+ * one (kept only if finite). The scale is an f32 value, as PyTorch's.
+ *
+ *   clmad_grad_scaler_scale(s, loss, &scaled);   -- scaler.scale(loss)
+ *   clmad_backward(ctx, scaled, NULL);            -- .backward()
+ *   clmad_grad_scaler_step(s, opt, &stepped);     -- scaler.step(opt); scaler.update()
+ *   clmad_optimizer_zero_grad(opt);
+ *
+ * The parameters are f32 (or f64) master weights, cast to 16 bits for the
+ * forward (clmad_cast carries their gradients back).
+ */
+typedef struct clmad_grad_scaler_options {
+    double init_scale;     /* default 65536 (2^16) */
+    double growth_factor;  /* > 1; default 2 */
+    double backoff_factor; /* in (0, 1); default 0.5 */
+    int growth_interval;   /* >= 1; default 2000 */
+} clmad_grad_scaler_options;
+
+/** Fills *opt with the defaults (PyTorch's). */
+CLMAD_API void clmad_grad_scaler_options_init(clmad_grad_scaler_options *opt);
+
+typedef struct clmad_grad_scaler clmad_grad_scaler;
+
+/** Creates a scaler (opt NULL: the defaults); the caller releases *out
+ * with clmad_grad_scaler_release. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL
+ * ctx or out, an option out of its range: the message names it),
+ * CLMAD_ERR_OUT_OF_MEMORY. */
+CLMAD_API clmad_status clmad_grad_scaler_create(clmad_context *ctx, const clmad_grad_scaler_options *opt,
+                                                clmad_grad_scaler **out);
+
+/** *out = loss times the scale, recorded (its gradient reaches the loss
+ * times the scale). A 16-bit loss is widened to f32 first (a recorded
+ * cast), as PyTorch's promotion by its f32 scale makes it; an f32 or f64
+ * loss keeps its dtype. The caller owns *out. Errors: as clmad_mul_scalar. */
+CLMAD_API clmad_status clmad_grad_scaler_scale(clmad_grad_scaler *s, clmad_tensor *loss, clmad_tensor **out);
+
+/**
+ * Unscales and checks the gradients of o's parameters (each parameter with
+ * a gradient: g = g * (1 / scale), the factor rounded to f32; found when a
+ * gradient held an inf or NaN before), calls clmad_optimizer_step(o) unless
+ * one was found, and updates the scale. *stepped (may be NULL) is 1 when the
+ * step was taken. Errors: CLMAD_ERR_INVALID_ARGUMENT (NULL s or o, or of
+ * another context), CLMAD_ERR_STATE (no parameter of o has a gradient:
+ * nothing to check; the scale is not updated), clmad_optimizer_step's.
+ */
+CLMAD_API clmad_status clmad_grad_scaler_step(clmad_grad_scaler *s, clmad_optimizer *o, int *stepped);
+
+/** The current scale (0 for NULL). */
+CLMAD_API double clmad_grad_scaler_get_scale(const clmad_grad_scaler *s);
+
+/** Releases the scaler (NULL is ignored). */
+CLMAD_API void clmad_grad_scaler_release(clmad_grad_scaler *s);
+
 /* ------------------------------------------------------------------------ */
 /* Files and text: safetensors, optimizer state, printing                    */
 /* ------------------------------------------------------------------------ */
@@ -1672,7 +1760,7 @@ CLMAD_API void clmad_optimizer_release(clmad_optimizer *o);
  *    "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, ...}
  * and the tensors' bytes (little-endian, row-major), back to back, the
  * offsets counted from the end of the header. clmad's dtypes are written
- * as "F32" and "F64". Files clmad writes load with the Python package
+ * as "F32", "F64", "F16", "BF16", "I32", "I64" and "U8". Files clmad writes load with the Python package
  * safetensors (safetensors.numpy.load_file, safetensors.torch.load_file)
  * with the same bits, and files it writes load here (make test checks
  * both ways).
@@ -1690,8 +1778,8 @@ CLMAD_API void clmad_optimizer_release(clmad_optimizer *o);
  * failed read changes no tensor.
  */
 
-/** The short name of a dtype: "f32", "f64", "i32", "i64", "u8"; "unknown" for a value outside
- * the enum. A static string. */
+/** The short name of a dtype: "f32", "f64", "i32", "i64", "u8", "f16", "bf16"; "unknown" for a
+ * value outside the enum. A static string. */
 CLMAD_API const char *clmad_dtype_name(clmad_dtype dtype);
 
 /**

@@ -28,7 +28,7 @@ CHECK_CTEST_ARGS ?=
 # kernels are meant not to compile, and it checks that the compiler's
 # messages point into the user's source, which Oclgrind's compiler does not
 # do (it ignores the #line directives: "input.cl:418:14" for "source:3:14").
-OCLGRIND_TESTS ?= ^test_(broadcast_(cell|kepler|paper_p|random)|flat_kernels|fusion|vocabulary|tape|tape_random|tensor|lean_pipeline_items(1|32)|regions_sizes|half)$$
+OCLGRIND_TESTS ?= ^test_(broadcast_(cell|kepler|paper_p|random)|flat_kernels|fusion|vocabulary|tape|tape_random|tensor|lean_pipeline_items(1|32)|regions_sizes|half|half_compute|grad_scaler)$$
 
 .PHONY: test-asan test-tsan test-valgrind test-oclgrind test-reliability deps-reliability coverage-memcheck
 

@@ -282,18 +282,40 @@ Test(half, storage_operations)
 
 /* The operations that do not compute on 16-bit tensors yet refuse them,
  * saying what to do, and record nothing (test_half_compute.c: those that
- * do); mixed dtypes are refused. */
+ * do); a builtin over mixed float dtypes promotes (f16 with bf16 to f32),
+ * other calls refuse them. */
 Test(half, computing_operations_refuse)
 {
     clmad_context *ctx = test_context();
     size_t shape[2] = {2, 3}, one = 1;
-    clmad_tensor *h, *x, *y = NULL, *i64;
+    clmad_tensor *h, *x, *y = NULL, *i64, *f16;
     CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 2, shape, 1.5, &x));
     CHECK_OK(ctx, clmad_cast(ctx, x, CLMAD_BF16, &h));
-    REFUSED(ctx, clmad_add(ctx, x, h, &y), CLMAD_ERR_DTYPE, "bf16");
-    REFUSED(ctx, clmad_matmul(ctx, h, h, 0, 1, &y), CLMAD_ERR_DTYPE, "clmad_cast it to f32 first");
-    REFUSED(ctx, clmad_argmax(ctx, h, 1, 0, &y), CLMAD_ERR_DTYPE, "16-bit");
-    REFUSED(ctx, clmad_softmax(ctx, h, 1, &y), CLMAD_ERR_DTYPE, "16-bit");
+    CHECK_OK(ctx, clmad_cast(ctx, x, CLMAD_F16, &f16));
+    const clmad_dtype pairs[3][3] = {{CLMAD_F32, CLMAD_BF16, CLMAD_F32}, {CLMAD_F16, CLMAD_BF16, CLMAD_F32},
+                                     {CLMAD_F16, CLMAD_F16, CLMAD_F16}};
+    for (int p = 0; p < 3; p++) {
+        clmad_tensor *of[7] = {[CLMAD_F32] = x, [CLMAD_BF16] = h, [CLMAD_F16] = f16};
+        CHECK_OK(ctx, clmad_mul(ctx, of[pairs[p][0]], of[pairs[p][1]], &y));
+        cr_assert_eq(clmad_tensor_dtype(y), pairs[p][2], "%s times %s", clmad_dtype_name(pairs[p][0]),
+                     clmad_dtype_name(pairs[p][1]));
+        double v;
+        clmad_tensor *s;
+        CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &s));
+        CHECK_OK(ctx, clmad_tensor_item(s, &v));
+        cr_assert_eq(v, 6 * 2.25);
+        clmad_tensor_release(s);
+        clmad_tensor_release(y);
+    }
+    y = NULL;
+    clmad_kernel *k;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, "T f(T a, T b) { return a * b; }", "f", 2, 1, &k));
+    clmad_tensor *in[2] = {x, h};
+    REFUSED(ctx, clmad_broadcast(ctx, k, in, &y), CLMAD_ERR_DTYPE, "share one dtype");
+    clmad_kernel_release(k);
+    clmad_tensor_release(f16);
+    REFUSED(ctx, clmad_matmul(ctx, x, h, 0, 1, &y), CLMAD_ERR_DTYPE, "different dtypes");
+    REFUSED(ctx, clmad_tensor_axpby(h, 2.0, NULL, 1.0), CLMAD_ERR_DTYPE, "clmad_cast it to f32 first");
     CHECK_OK(ctx, clmad_tensor_zeros(ctx, CLMAD_I64, 1, &one, &i64));
     REFUSED(ctx, clmad_one_hot(ctx, i64, 3, CLMAD_F16, &y), CLMAD_ERR_DTYPE, "f16");
     cr_assert_null(y);

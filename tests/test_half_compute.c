@@ -81,7 +81,7 @@ static void smooth_case(clmad_context *ctx, clmad_dtype dt, clmad_partials_polic
 {
     enum { N = 4096 };
     static double x[N], w[N], v[N], y[N], gx[N], gw[N];
-    size_t n = N;
+    size_t n = test_small() ? 256 : N; /* Oclgrind simulates every work-item */
     clmad_kernel *k;
     CHECK_OK(ctx, clmad_set_partials_policy(ctx, policy));
     CHECK_OK(ctx, clmad_kernel_create(ctx, SMOOTH, "f", 2, 1, &k));
@@ -164,16 +164,17 @@ Test(half_compute, control_flow)
         test_set_case("%s", clmad_dtype_name(dt));
         clmad_kernel *kern;
         CHECK_OK(ctx, clmad_kernel_create(ctx, BRANCHY, "g", 1, 1, &kern));
-        clmad_tensor *tx = random_tensor(ctx, dt, N, -2.5, 2.5, 7 + (uint64_t)k, x), *ty, *loss, *g;
+        const size_t n = test_small() ? 256 : N;
+        clmad_tensor *tx = random_tensor(ctx, dt, n, -2.5, 2.5, 7 + (uint64_t)k, x), *ty, *loss, *g;
         CHECK_OK(ctx, clmad_tensor_set_requires_grad(tx, 1));
         CHECK_OK(ctx, clmad_broadcast(ctx, kern, &tx, &ty));
         CHECK_OK(ctx, clmad_sum(ctx, ty, 0, NULL, 0, &loss));
         CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
-        read_wide(ctx, ty, y, N);
+        read_wide(ctx, ty, y, n);
         CHECK_OK(ctx, clmad_tensor_grad(tx, &g));
-        read_wide(ctx, g, gx, N);
+        read_wide(ctx, g, gx, n);
         const double u = unit_roundoff(dt);
-        for (size_t i = 0; i < N; i++) {
+        for (size_t i = 0; i < n; i++) {
             double r = x[i] > 0 ? exp(x[i]) : x[i] * x[i] + 1, d = x[i] > 0 ? exp(x[i]) : 2 * x[i];
             /* the loop's test on r computed in f32: away from 1 by far more than its error */
             for (int it = 0; it < 3; it++)
@@ -325,5 +326,154 @@ Test(half_compute, gradients_through_casts)
             clmad_tensor_release(all[i]);
     }
     test_set_case(NULL);
+    clmad_context_release(ctx);
+}
+
+/* A builtin over an f32 and a 16-bit tensor computes in f32 (promotion by
+ * a recorded cast): each input's gradient comes back in its own dtype. */
+Test(half_compute, promotion_carries_gradients)
+{
+    clmad_context *ctx = test_context();
+    enum { N = 64 };
+    static double hx[N], hw[N];
+    for (int k = 0; k < 2; k++) {
+        clmad_dtype dt = HALVES[k];
+        test_set_case("%s", clmad_dtype_name(dt));
+        clmad_tensor *w16 = random_tensor(ctx, dt, N, -2, 2, 41, hw), *x16 = random_tensor(ctx, dt, N, -2, 2, 42, hx);
+        clmad_tensor *x, *y, *loss, *gx, *gw;
+        CHECK_OK(ctx, clmad_cast(ctx, x16, CLMAD_F32, &x)); /* exact: the same values in f32 */
+        CHECK_OK(ctx, clmad_tensor_set_requires_grad(x, 1));
+        CHECK_OK(ctx, clmad_tensor_set_requires_grad(w16, 1));
+        CHECK_OK(ctx, clmad_mul(ctx, x, w16, &y));
+        cr_assert_eq(clmad_tensor_dtype(y), CLMAD_F32);
+        CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &loss));
+        CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+        CHECK_OK(ctx, clmad_tensor_grad(x, &gx));
+        CHECK_OK(ctx, clmad_tensor_grad(w16, &gw));
+        cr_assert_eq(clmad_tensor_dtype(gx), CLMAD_F32);
+        cr_assert_eq(clmad_tensor_dtype(gw), dt);
+        float g32[N];
+        double g16[N];
+        CHECK_OK(ctx, clmad_tensor_read(gx, g32, sizeof g32));
+        read_wide(ctx, gw, g16, N);
+        for (size_t i = 0; i < N; i++) /* d(x w)/dx = w, d/dw = x: both exact in either dtype */
+            cr_assert(g32[i] == (float)hw[i] && g16[i] == hx[i], "%zu: %g %g", i, g32[i], g16[i]);
+        clmad_tensor *all[] = {w16, x16, x, y, loss, gx, gw};
+        for (size_t i = 0; i < 7; i++)
+            clmad_tensor_release(all[i]);
+    }
+    test_set_case(NULL);
+    clmad_context_release(ctx);
+}
+
+/* The operations that compute in f32 only (products, axis operations,
+ * losses) take 16-bit operands widened, and round their result once:
+ * C = A B within u |C| + k 2^-23 sum |a||b|; the cross-entropy's gradient
+ * to A, through the rounded dC, within u |ref| + (u + n 2^-21) sum |dC||b|;
+ * argmax and accuracy on the 16-bit C as on its widened values. An
+ * optimizer refuses 16-bit parameters, naming the master-weight pattern. */
+Test(half_compute, products_and_losses_widen)
+{
+    clmad_context *ctx = test_context();
+    enum { M = 24, K = 40, N = 10 };
+    static double a[M * K], b[K * N], c[M * N], ga[M * K];
+    for (int kk = 0; kk < 2; kk++) {
+        clmad_dtype dt = HALVES[kk];
+        test_set_case("%s", clmad_dtype_name(dt));
+        const double u = unit_roundoff(dt);
+        clmad_tensor *ta = random_tensor(ctx, dt, M * K, -1, 1, 31, a), *tb = random_tensor(ctx, dt, K * N, -1, 1, 32, b);
+        size_t sa[2] = {M, K}, sb[2] = {K, N};
+        clmad_tensor *A, *B, *C, *labels, *loss, *g, *pred;
+        CHECK_OK(ctx, clmad_reshape(ctx, ta, 2, sa, &A));
+        CHECK_OK(ctx, clmad_reshape(ctx, tb, 2, sb, &B));
+        clmad_tensor_release(ta);
+        clmad_tensor_release(tb);
+        CHECK_OK(ctx, clmad_tensor_set_requires_grad(A, 1));
+        CHECK_OK(ctx, clmad_matmul(ctx, A, B, 0, 0, &C));
+        cr_assert_eq(clmad_tensor_dtype(C), dt);
+        read_wide(ctx, C, c, M * N);
+        for (size_t i = 0; i < M; i++)
+            for (size_t j = 0; j < N; j++) {
+                double ref = 0, mag = 0;
+                for (size_t l = 0; l < K; l++)
+                    ref += a[i * K + l] * b[l * N + j], mag += fabs(a[i * K + l] * b[l * N + j]);
+                within("C", i * N + j, c[i * N + j], ref, 1, u, K, mag);
+            }
+        int64_t lab[M];
+        for (size_t i = 0; i < M; i++)
+            lab[i] = (int64_t)((i * 7) % N);
+        size_t m = M;
+        CHECK_OK(ctx, clmad_tensor_create(ctx, CLMAD_I64, 1, &m, lab, &labels));
+        CHECK_OK(ctx, clmad_cross_entropy_index(ctx, C, labels, &loss));
+        cr_assert_eq(clmad_tensor_dtype(loss), dt);
+        CHECK_OK(ctx, clmad_backward(ctx, loss, NULL));
+        CHECK_OK(ctx, clmad_tensor_grad(A, &g));
+        read_wide(ctx, g, ga, M * K);
+        double dc[M * N], loss_ref = 0;
+        for (size_t i = 0; i < M; i++) {
+            double mx = -INFINITY, se = 0;
+            for (size_t j = 0; j < N; j++)
+                mx = fmax(mx, c[i * N + j]);
+            for (size_t j = 0; j < N; j++)
+                se += exp(c[i * N + j] - mx);
+            loss_ref -= (c[i * N + (size_t)lab[i]] - mx - log(se)) / M;
+            for (size_t j = 0; j < N; j++) /* rounded to dt, as the cast's backward does */
+                dc[i * N + j] = widen(dt, narrow(dt, (exp(c[i * N + j] - mx) / se - (j == (size_t)lab[i])) / M));
+        }
+        double got;
+        CHECK_OK(ctx, clmad_tensor_item(loss, &got));
+        within("loss", 0, got, loss_ref, 1, u, 4 * N, loss_ref + 1);
+        for (size_t i = 0; i < M; i++)
+            for (size_t l = 0; l < K; l++) {
+                double ref = 0, mag = 0;
+                for (size_t j = 0; j < N; j++)
+                    ref += dc[i * N + j] * b[l * N + j], mag += fabs(dc[i * N + j] * b[l * N + j]);
+                cr_assert(fabs(ga[i * K + l] - ref) <= u * fabs(ref) + (u + N * 0x1p-21) * mag,
+                          "grad A[%zu][%zu]: %.9g, reference %.9g", i, l, ga[i * K + l], ref);
+            }
+        /* argmax of the 16-bit C, against the widened values (first of equals) */
+        int64_t arg[M];
+        CHECK_OK(ctx, clmad_argmax(ctx, C, 1, 0, &pred));
+        CHECK_OK(ctx, clmad_tensor_read(pred, arg, sizeof arg));
+        size_t right = 0;
+        for (size_t i = 0; i < M; i++) {
+            size_t best = 0;
+            for (size_t j = 1; j < N; j++)
+                if (c[i * N + j] > c[i * N + best])
+                    best = j;
+            cr_assert_eq(arg[i], (int64_t)best, "argmax row %zu", i);
+            right += best == (size_t)lab[i];
+        }
+        double acc;
+        CHECK_OK(ctx, clmad_accuracy(ctx, C, labels, &acc));
+        cr_assert_eq(acc, (double)right / M);
+        clmad_optimizer *opt = NULL;
+        REFUSED(ctx, clmad_optimizer_sgd(ctx, &A, 1, 0.1, 0, &opt), CLMAD_ERR_DTYPE, "master weights");
+        clmad_tensor *all[] = {A, B, C, labels, loss, g, pred};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            clmad_tensor_release(all[i]);
+    }
+    test_set_case(NULL);
+    clmad_context_release(ctx);
+}
+
+/* Second order does not run through 16-bit tensors: clmad_hvp refuses the
+ * tape before anything runs, naming the operation and the dtype. */
+Test(half_compute, second_order_refused)
+{
+    clmad_context *ctx = test_context();
+    size_t n = 4;
+    clmad_tensor *w, *v, *h, *y, *loss, *hv = NULL;
+    CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, &n, 0.5, &w));
+    CHECK_OK(ctx, clmad_tensor_set_requires_grad(w, 1));
+    CHECK_OK(ctx, clmad_tensor_fill(ctx, CLMAD_F32, 1, &n, 1.0, &v));
+    CHECK_OK(ctx, clmad_cast(ctx, w, CLMAD_BF16, &h));
+    CHECK_OK(ctx, clmad_tanh(ctx, h, &y));
+    CHECK_OK(ctx, clmad_sum(ctx, y, 0, NULL, 0, &loss));
+    REFUSED(ctx, clmad_hvp(ctx, loss, &w, 1, &v, &hv), CLMAD_ERR_UNSUPPORTED, "over bf16 tensors");
+    cr_assert_null(hv);
+    clmad_tensor *all[] = {w, v, h, y, loss};
+    for (size_t i = 0; i < 5; i++)
+        clmad_tensor_release(all[i]);
     clmad_context_release(ctx);
 }

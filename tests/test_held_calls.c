@@ -809,6 +809,18 @@ CALL(mul_scalar)
     }
 }
 
+/* y times the scale (8): clmad_mul_scalar's. */
+CALL(grad_scaler_scale)
+{
+    clmad_grad_scaler_options o;
+    clmad_grad_scaler_options_init(&o);
+    o.init_scale = 8;
+    clmad_grad_scaler *s = NULL;
+    ST(clmad_grad_scaler_create(ctx, &o, &s));
+    ONE(clmad_grad_scaler_scale(s, y, &out));
+    clmad_grad_scaler_release(s);
+}
+
 CALL(pow_scalar)
 {
     AT(0) ONE(clmad_pow_scalar(ctx, y, 2.0, &out));
@@ -1024,6 +1036,7 @@ static const entry TABLE[] = {
     ENTRY(accuracy),
     ENTRY(add_scalar),
     ENTRY(mul_scalar),
+    ENTRY(grad_scaler_scale),
     ENTRY(pow_scalar),
     ENTRY(tensor_item),
     ENTRY(scope_keep),

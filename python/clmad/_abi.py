@@ -12,7 +12,7 @@ def copied_structs():
     from . import _lib
     return {"clmad_device_info": _lib.DeviceInfo, "clmad_options": _lib.Options, "clmad_tuning": _lib.Tuning,
             "clmad_stats": _lib.Stats, "clmad_optimizer_options": _lib.OptimizerOptions,
-            "clmad_safetensors_entry": _lib.SafetensorsEntry}
+            "clmad_grad_scaler_options": _lib.GradScalerOptions, "clmad_safetensors_entry": _lib.SafetensorsEntry}
 
 
 def copied_constants():

@@ -27,6 +27,7 @@ ctx_p = c_void_p
 tensor_p = c_void_p
 kernel_p = c_void_p
 optim_p = c_void_p
+scaler_p = c_void_p
 
 
 class DeviceInfo(Structure):
@@ -71,6 +72,11 @@ class OptimizerOptions(Structure):
     _fields_ = [("kind", c_int), ("lr", c_double), ("momentum", c_double), ("nesterov", c_int),
                 ("beta1", c_double), ("beta2", c_double), ("eps", c_double),
                 ("weight_decay", c_double)]
+
+
+class GradScalerOptions(Structure):
+    _fields_ = [("init_scale", c_double), ("growth_factor", c_double), ("backoff_factor", c_double),
+                ("growth_interval", c_int)]
 
 
 T = tensor_p
@@ -171,6 +177,12 @@ _PROTOTYPES = {
     "clmad_optimizer_release": (None, [optim_p]),
     "clmad_optimizer_save": (st, [optim_p, c_char_p]),
     "clmad_optimizer_load": (st, [optim_p, c_char_p]),
+    "clmad_grad_scaler_options_init": (None, [POINTER(GradScalerOptions)]),
+    "clmad_grad_scaler_create": (st, [ctx_p, POINTER(GradScalerOptions), POINTER(scaler_p)]),
+    "clmad_grad_scaler_scale": (st, [scaler_p, T, PT]),
+    "clmad_grad_scaler_step": (st, [scaler_p, optim_p, POINTER(c_int)]),
+    "clmad_grad_scaler_get_scale": (c_double, [scaler_p]),
+    "clmad_grad_scaler_release": (None, [scaler_p]),
     "clmad_save": (st, [c_char_p, POINTER(c_char_p), PT, c_size_t, POINTER(c_char_p)]),
     "clmad_load": (st, [ctx_p, c_char_p, POINTER(c_char_p), PT, c_size_t]),
     "clmad_safetensors_open": (st, [c_char_p, POINTER(c_void_p)]),
@@ -206,7 +218,7 @@ for _name, (_res, _args) in _PROTOTYPES.items():
 
 # clmad_dtype, clmad_compare_op, clmad_context_param, clmad_optimizer_kind
 F32, F64, I32, I64, U8 = 0, 1, 2, 3, 4
-F16, BF16 = 5, 6  # 16-bit floats, for storage: each element its uint16 bit pattern
+F16, BF16 = 5, 6  # 16-bit floats: each element its uint16 bit pattern
 LT, LE, GT, GE, EQ, NE = range(6)
 PARAM_CHUNK_CAP, PARAM_POOL_LIMIT_BYTES, PARAM_RETAIN_TAPE, PARAM_DISABLE_GRAD, PARAM_PARTIALS_POLICY = range(5)
 OPTIM_SGD, OPTIM_ADAM, OPTIM_ADAMW = range(3)

@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Optimizers over clmad_optimizer: PyTorch's SGD, Adam and AdamW formulas."""
+"""Optimizers over clmad_optimizer: PyTorch's SGD, Adam and AdamW formulas; GradScaler,
+PyTorch's dynamic loss scaling for 16-bit activations, over clmad_grad_scaler."""
 import os
 import tempfile
-from ctypes import byref
+from ctypes import byref, c_int
 
 import numpy as np
 
 from . import _lib
-from .errors import InvalidArgumentError, raise_for
+from .context import Context
+from .errors import InvalidArgumentError, ReleasedError, raise_for
 from .tensor import Tensor
 
 L = _lib.lib
@@ -148,3 +150,85 @@ class AdamW(Optimizer):
         super().__init__(params, _options(_lib.OPTIM_ADAMW, lr=float(lr), beta1=float(betas[0]),
                                           beta2=float(betas[1]), eps=float(eps),
                                           weight_decay=float(weight_decay)))
+
+
+class GradScaler:
+    """Dynamic loss scaling (torch.amp.GradScaler's rule), for float32 master weights
+    cast to float16 for the forward: the loss is multiplied by the scale before
+    backward, so that small gradients do not underflow in float16.
+
+        scaler = clmad.optim.GradScaler(ctx)
+        scaler.scale(loss).backward()
+        scaler.step(opt)      # unscales, skips the step on inf/NaN, updates the scale
+        opt.zero_grad()
+
+    ctx takes the place of PyTorch's device argument: the scaler is made on it at
+    once, so that the library checks the options here (InvalidArgumentError:
+    growth_factor > 1, backoff_factor in (0, 1), growth_interval >= 1, init_scale
+    finite and > 0 as a float32). step() also does PyTorch's update(); update() is
+    kept, a no-op, so that PyTorch's loops run as they are. There is no unscale_()
+    (the library unscales within step()) and no scale of several losses at once."""
+
+    def __init__(self, ctx, init_scale=65536.0, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+        if not isinstance(ctx, Context):
+            raise InvalidArgumentError("GradScaler: ctx must be a clmad.Context (the losses' context)")
+        opt = _lib.GradScalerOptions(float(init_scale), float(growth_factor), float(backoff_factor),
+                                     int(growth_interval))
+        self._ctx = ctx
+        h = _lib.scaler_p()
+        status = L.clmad_grad_scaler_create(ctx._live, byref(opt), byref(h))
+        if status:
+            raise_for(status, ctx._raw)
+        self._h = h.value
+
+    def __del__(self, _release=L.clmad_grad_scaler_release):
+        h = getattr(self, "_h", None)
+        if h:
+            self._h = None
+            _release(h)
+
+    @property
+    def _handle(self):
+        if not self._h:
+            raise ReleasedError("the grad scaler was released")
+        return self._h
+
+    def scale(self, loss):
+        """loss times the scale, recorded: call backward() on it. A 16-bit loss is
+        widened to float32 first (as PyTorch's float32 scale promotes it)."""
+        if not isinstance(loss, Tensor):
+            raise InvalidArgumentError("GradScaler.scale: loss must be a clmad.Tensor")
+        if not self._ctx._h:  # as the operations do (tensor.new_tensor)
+            raise ReleasedError("the context was closed")
+        out = _lib.tensor_p()
+        status = L.clmad_grad_scaler_scale(self._handle, loss._handle, byref(out))
+        if status:
+            raise_for(status, self._ctx._raw)
+        return Tensor(self._ctx, out.value)
+
+    def step(self, optimizer):
+        """Unscales the gradients of optimizer's parameters, takes its step unless one
+        of them holds an inf or NaN, and updates the scale (PyTorch's step() and
+        update() in one). True when the step was taken. StateError when no parameter
+        has a gradient (the scale is then left as it was)."""
+        if not isinstance(optimizer, Optimizer):
+            raise InvalidArgumentError("GradScaler.step: optimizer must be a clmad.optim optimizer")
+        stepped = c_int()
+        status = L.clmad_grad_scaler_step(self._handle, optimizer._handle, byref(stepped))
+        if status:
+            raise_for(status, self._ctx._raw)
+        return bool(stepped.value)
+
+    def update(self):
+        """Does nothing: step() has updated the scale already. Kept for PyTorch's
+        scaler.step(opt); scaler.update() (a new_scale is not taken)."""
+
+    def get_scale(self):
+        """The current scale (a float32 value, as a float)."""
+        return L.clmad_grad_scaler_get_scale(self._handle)
+
+    def release(self):
+        """Releases the C object now; any later use raises clmad.ReleasedError."""
+        h, self._h = self._h, None
+        if h:
+            L.clmad_grad_scaler_release(h)

@@ -22,7 +22,8 @@ def test_the_copies_agree_with_the_library():
     _abi.check()  # (import ran it too)
     # Every struct the package mirrors, and every constant it copies, is checked.
     assert set(_abi.copied_structs()) == {"clmad_device_info", "clmad_options", "clmad_tuning", "clmad_stats",
-                                          "clmad_optimizer_options", "clmad_safetensors_entry"}
+                                          "clmad_optimizer_options", "clmad_safetensors_entry",
+                                          "clmad_grad_scaler_options"}
     assert len(_abi.copied_constants()) >= 39
 
 

@@ -230,14 +230,39 @@ def test_gradients_cross_casts(ctx, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_products_and_losses_widen(ctx, rng, dtype):
+    """matmul, softmax and the losses take 16-bit operands: widened to float32,
+    computed, the result rounded once; gradients flow back through the casts."""
+    u = 2.0 ** -11 if dtype is np.float16 else 2.0 ** -8
+    a = clmad.cast(ctx.tensor(rng.uniform(-1, 1, (6, 8)).astype(np.float32)), dtype)
+    b = clmad.cast(ctx.tensor(rng.uniform(-1, 1, (8, 5)).astype(np.float32)), dtype)
+    a.requires_grad = True
+    c = a @ b
+    assert c.dtype == a.dtype
+    ref = _wide(a) @ _wide(b)
+    assert np.all(np.abs(_wide(c) - ref) <= u * np.abs(ref) + 8 * 2.0 ** -23 * np.abs(_wide(a)) @ np.abs(_wide(b)))
+    s = clmad.softmax(c, 1)
+    assert s.dtype == a.dtype
+    e = np.exp(_wide(c) - _wide(c).max(1, keepdims=True))
+    np.testing.assert_allclose(_wide(s), e / e.sum(1, keepdims=True), rtol=u, atol=1e-6)
+    loss = clmad.mse_loss(c, clmad.cast(ctx.tensor(np.zeros((6, 5), np.float32)), dtype))
+    np.testing.assert_allclose(_wide(loss), (_wide(c) ** 2).mean(), rtol=u)
+    loss.backward()
+    dc = (2 * _wide(c) / c.size).astype(np.float32)
+    # dc rounded by the cast's backward, then the product rounded: within 2 u of the magnitudes
+    ga = dc.astype(np.float64) @ _wide(b).T
+    assert np.all(np.abs(_wide(a.grad) - ga) <= 2 * u * np.abs(dc) @ np.abs(_wide(b).T) + 1e-7)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
 def test_what_they_refuse(ctx, dtype):
     a = ctx.full((2, 3), 1.5, dtype)
-    with pytest.raises(clmad.DtypeError, match="clmad_cast"):
-        a @ clmad.transpose(a)
-    with pytest.raises(clmad.DtypeError, match="16-bit"):
-        clmad.softmax(a, 1)
-    with pytest.raises(clmad.DtypeError):  # no implicit promotion: inputs share one dtype
-        a + ctx.full((2, 3), 1.0, np.float32)
+    # The elementwise operators promote mixed float dtypes (to float32 here), kernels do not.
+    assert (a * ctx.full((2, 3), 2.0, np.float32)).dtype == np.float32
+    with pytest.raises(clmad.DtypeError):
+        ctx.kernel("T f(T a, T b) { return a * b; }", "f")(a, ctx.full((2, 3), 1.0, np.float32))
+    with pytest.raises(clmad.DtypeError, match="master weights"):
+        clmad.optim.SGD([a], lr=0.1)
     assert clmad.cast(a, np.float32).numpy().tolist() == [[1.5] * 3] * 2
 
 
@@ -336,3 +361,104 @@ def test_pyopencl_arrays_both_ways(monkeypatch):
         got = b.to_pyopencl().get()  # ml_dtypes.bfloat16, or np.uint16 without it: as b.numpy()
         assert got.dtype == b.numpy().dtype and got.tobytes() == b.numpy().tobytes()
         assert got.view(np.uint16).tobytes() == bf16_reference(h.astype(np.float32)).tobytes()
+
+
+# --- loss scaling (clmad.optim.GradScaler, tests/test_grad_scaler.c) ----------------------
+def amp_update_scale(scale, tracker, found_inf, growth_factor, backoff_factor, growth_interval):
+    """PyTorch's GradScaler.update (_amp_update_scale_, aten/src/ATen/native/cuda/AmpKernels.cu),
+    in float32 as its scale is: backoff after an inf or NaN; growth after growth_interval
+    good steps in a row, kept only if finite. Returns (scale, tracker)."""
+    if found_inf:
+        return np.float32(scale * np.float32(backoff_factor)), 0
+    if tracker + 1 == growth_interval:
+        grown = np.float32(scale * np.float32(growth_factor))
+        return (grown if np.isfinite(grown) else scale), 0
+    return scale, tracker + 1
+
+
+def test_grad_scaler_follows_pytorchs_rule(ctx):
+    """Twelve steps of SGD on loss = sum(w * c), c finite but at the scripted steps: the
+    steps taken, the scale after each against PyTorch's rule, w against SGD on c."""
+    options = dict(init_scale=1024.0, growth_factor=3.0, backoff_factor=0.25, growth_interval=3)  # 3: f32 rounding
+    scaler = clmad.optim.GradScaler(ctx, **options)
+    assert scaler.get_scale() == 1024.0
+    inf_at = [0, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1]
+    host_w = np.array([0.5, -1.25, 2.0, 3.5], np.float32)
+    w = ctx.tensor(host_w, requires_grad=True)
+    opt = clmad.optim.SGD([w], lr=0.125)
+    scale, tracker, taken = np.float32(1024.0), 0, 0
+    for step, found in enumerate(inf_at):
+        c = (np.arange(1, 5) * 0.375 - step * 0.0625).astype(np.float32)
+        if found:
+            c[step % 4] = np.inf if step % 2 else np.nan
+        scaled = scaler.scale(clmad.sum(w * ctx.tensor(c)))
+        scaled.backward()
+        stepped = scaler.step(opt)
+        scaler.update()  # (a no-op: step() updated the scale)
+        assert stepped == (not found), step
+        if stepped:
+            taken += 1
+            host_w = host_w - np.float32(0.125) * c
+        scale, tracker = amp_update_scale(scale, tracker, found, options["growth_factor"], options["backoff_factor"],
+                                          options["growth_interval"])
+        assert scaler.get_scale() == scale, (step, scaler.get_scale(), scale)
+        assert opt.steps == taken
+        # on a skipped step w is as it was (host_w did not move either)
+        np.testing.assert_allclose(w.numpy(), host_w, rtol=0, atol=16 * 2.0 ** -23 * max(1, np.abs(host_w).max()))
+        opt.zero_grad()
+    assert scale != 1024.0
+
+
+def _tiny_step(ctx, tiny, scaler=None):
+    """f32 master weights cast to f16 for y = 1e-8 x, summed: w.grad, and whether the
+    step was taken (lr 0: the unscaled gradient stays to be read)."""
+    w = ctx.tensor(np.array([1, 2, 3], np.float32), requires_grad=True)
+    loss = clmad.sum(tiny(clmad.cast(w, np.float16)))
+    if scaler is None:
+        loss.backward()
+        return w.grad.numpy(), None
+    scaled = scaler.scale(loss)
+    assert scaled.dtype == np.float32  # a 16-bit loss scales in float32
+    scaled.backward()
+    stepped = scaler.step(clmad.optim.SGD([w], lr=0.0))
+    return w.grad.numpy(), stepped
+
+
+def test_grad_scaler_keeps_f16_gradients(ctx):
+    """1e-8 is below float16's smallest subnormal (2^-24): unscaled, the gradient is 0.
+    The default scale, 2^16, is above float16's largest value (65504): the first step
+    finds an inf and is skipped, the scale halves; the second brings 1e-8 back."""
+    tiny = ctx.kernel("T tiny(T x) { return x * 1e-8f; }", "tiny")
+    g, _ = _tiny_step(ctx, tiny)
+    assert (g == 0).all(), g
+    scaler = clmad.optim.GradScaler(ctx)
+    assert scaler.get_scale() == 65536.0
+    g, stepped = _tiny_step(ctx, tiny, scaler)
+    assert not stepped and np.isinf(g[0]), g
+    assert scaler.get_scale() == 32768.0
+    g, stepped = _tiny_step(ctx, tiny, scaler)
+    assert stepped
+    assert np.all(np.abs(g - np.float32(1e-8)) <= np.float32(1e-8) * 2.0 ** -10), g
+
+
+def test_grad_scaler_refusals(ctx):
+    for bad in (dict(growth_factor=1.0), dict(backoff_factor=1.0), dict(init_scale=1e39), dict(growth_interval=0)):
+        with pytest.raises(clmad.InvalidArgumentError, match=next(iter(bad))):
+            clmad.optim.GradScaler(ctx, **bad)
+    with pytest.raises(clmad.InvalidArgumentError, match="Context"):
+        clmad.optim.GradScaler(None)
+    scaler = clmad.optim.GradScaler(ctx)
+    opt = clmad.optim.SGD([ctx.zeros((2,), requires_grad=True)], lr=0.1)
+    with pytest.raises(clmad.StateError, match="no parameter"):
+        scaler.step(opt)
+    assert scaler.get_scale() == 65536.0  # a refused step leaves the scale
+    with pytest.raises(clmad.InvalidArgumentError):
+        scaler.scale(np.float32(1.0))
+    with pytest.raises(clmad.InvalidArgumentError):
+        scaler.step(None)
+    with clmad.Context() as other:  # a loss of another context
+        with pytest.raises(clmad.InvalidArgumentError, match="another context"):
+            scaler.scale(other.scalar(1.0))
+    scaler.release()
+    with pytest.raises(clmad.ReleasedError):
+        scaler.get_scale()

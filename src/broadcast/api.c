@@ -78,7 +78,8 @@ static clmad_status check_and_plan(clmad_context *ctx, clmad_kernel *k, clmad_te
     for (int j = 0; j < k->n_inputs; j++)
         if (!clmad__kernel_integer(k, j) && inputs[j]->dtype != inputs[first]->dtype)
             return clmad__fail(ctx, CLMAD_ERR_DTYPE,
-                               "%s(%s): input %d is %s but input %d is %s; inputs must share one dtype",
+                               "%s(%s): input %d is %s but input %d is %s; inputs must share one dtype "
+                               "(clmad_cast one of them: the builtins promote mixed float dtypes, kernels do not)",
                                call, k->fn_name, j, clmad_dtype_name(inputs[j]->dtype), first,
                                clmad_dtype_name(inputs[first]->dtype));
     char first_name[32];

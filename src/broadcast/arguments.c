@@ -137,17 +137,20 @@ static const struct {
 } PARAMETER[] = {
     [CLMAD_ARG_COUNT] = {"__kernel void %s(ulong clmad__n", ""},
     [CLMAD_ARG_VALUE] = {",\n    __global clmad__stored *restrict clmad__y%d", "o"},
-    [CLMAD_ARG_PARTIAL] = {",\n    __global clmad__stored *restrict clmad__p%d_%d", "os"},
+    /* partials in `real`: a 16-bit broadcast keeps them in f32, so that a
+     * gradient rounds once (a partial below f16's range times a scaled
+     * adjoint is not) */
+    [CLMAD_ARG_PARTIAL] = {",\n    __global real *restrict clmad__p%d_%d", "os"},
     [CLMAD_ARG_TANGENT_OUT] = {",\n    __global clmad__stored *restrict clmad__ty%d", "o"},
     [CLMAD_ARG_ADJ] = {",\n    __global const clmad__stored *restrict clmad__adj%d", "o"},
     [CLMAD_ARG_ADJ_SCALE] = {", __global const clmad__stored *restrict clmad__adjs%d", "o"},
     [CLMAD_ARG_GRAD] = {",\n    __global clmad__stored *restrict clmad__g%d", "s"},
-    [CLMAD_ARG_STORED] = {",\n    __global const clmad__stored *restrict clmad__p%d_%d", "os"},
+    [CLMAD_ARG_STORED] = {",\n    __global const real *restrict clmad__p%d_%d", "os"},
     [CLMAD_ARG_INPUT] = {",\n    __global const clmad__stored *restrict clmad__x%d", "j"},
     [CLMAD_ARG_TANGENT_IN] = {",\n    __global const clmad__stored *restrict clmad__tx%d", "j"},
     [CLMAD_ARG_DIM] = {", ulong clmad__dim%d", "d"},
     [CLMAD_ARG_STRIDE] = {", ulong clmad__s%d_%d", "jd"},
-    [CLMAD_ARG_PARTIAL_T] = {",\n    __global clmad__stored *restrict clmad__pt%d_%d", "os"},
+    [CLMAD_ARG_PARTIAL_T] = {",\n    __global real *restrict clmad__pt%d_%d", "os"},
     [CLMAD_ARG_DIVISOR] = {", ulong clmad__div%d", "d"},
     [CLMAD_ARG_PARTS] = {", ulong clmad__parts", ""},
     [CLMAD_ARG_SUMS] = {",\n    __global real *restrict clmad__sums", ""},

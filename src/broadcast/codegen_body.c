@@ -70,7 +70,7 @@ static void emit_gradients(clmad_strbuf *sb, const clmad_variant *v)
             else
                 clmad__sb_printf(sb, "%sclmad__adjoint_times(CLMAD__LD(clmad__adj%d, %s), ", sep, o, at);
             if (v->mode == CLMAD_MODE_STORED)
-                clmad__sb_printf(sb, "CLMAD__LD(clmad__p%d_%d, clmad__e))", o, s);
+                clmad__sb_printf(sb, "clmad__p%d_%d[clmad__e])", o, s);
             else
                 clmad__sb_printf(sb, "clmad__d%d(clmad__b%d))", s, o);
             sep = " + ";
@@ -255,17 +255,17 @@ void clmad__emit_body(clmad_strbuf *sb, const clmad_variant *v)
     for (int o = 0; o < v->n_outputs; o++) {
         if (v->write_values)
             clmad__sb_printf(sb, "    CLMAD__ST(clmad__y%d, clmad__e, clmad__val(clmad__b%d));\n", o, o);
-        if (v->mode == CLMAD_MODE_PARTIALS)
+        if (v->mode == CLMAD_MODE_PARTIALS) /* partials in `real` (arguments.c) */
             for (int s = 0; s < v->K; s++)
-                clmad__sb_printf(sb, "    CLMAD__ST(clmad__p%d_%d, clmad__e, clmad__d%d(clmad__b%d));\n", o, s, s, o);
+                clmad__sb_printf(sb, "    clmad__p%d_%d[clmad__e] = clmad__d%d(clmad__b%d);\n", o, s, s, o);
         if (v->mode == CLMAD_MODE_JVP)
             clmad__sb_printf(sb, "    CLMAD__ST(clmad__ty%d, clmad__e, clmad__d0(clmad__b%d));\n", o, o);
         if (v->mode == CLMAD_MODE_SECOND) {
             if (v->write_values)
                 clmad__sb_printf(sb, "    CLMAD__ST(clmad__ty%d, clmad__e, clmad__t(clmad__b%d));\n", o, o);
             for (int s = 0; s < v->K; s++)
-                clmad__sb_printf(sb, "    CLMAD__ST(clmad__p%d_%d, clmad__e, clmad__d%d(clmad__b%d));\n"
-                                     "    CLMAD__ST(clmad__pt%d_%d, clmad__e, clmad__dt%d(clmad__b%d));\n",
+                clmad__sb_printf(sb, "    clmad__p%d_%d[clmad__e] = clmad__d%d(clmad__b%d);\n"
+                                     "    clmad__pt%d_%d[clmad__e] = clmad__dt%d(clmad__b%d);\n",
                                  o, s, s, o, o, s, s, o);
         }
     }

@@ -228,7 +228,7 @@ clmad_status clmad__bcast_run_partials(clmad_kernel *k, const clmad_bcast_plan *
         if ((!active || active[j]) && !clmad__kernel_integer(k, j))
             act[n_active++] = j;
 
-    clmad_dtype dtype = clmad__bcast_dtype(k, inputs);
+    clmad_dtype dtype = clmad__bcast_dtype(k, inputs), pdt = clmad__compute_dtype(dtype); /* partials: f32 for 16-bit */
     clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0};
     clmad_tensor *parts[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS] = {0};
     clmad_status st;
@@ -238,7 +238,7 @@ clmad_status clmad__bcast_run_partials(clmad_kernel *k, const clmad_bcast_plan *
         st = clmad__bcast_new_outputs(ctx, plan, dtype, n_out, values);
         for (int o = 0; o < n_out && st == CLMAD_OK; o++)
             for (int a = 0; a < n_active && st == CLMAD_OK; a++)
-                st = clmad__bcast_new_outputs(ctx, plan, dtype, 1, &parts[o * n_in + act[a]]);
+                st = clmad__bcast_new_outputs(ctx, plan, pdt, 1, &parts[o * n_in + act[a]]);
     }
     clmad_chunks c = clmad__chunks(act, n_active, clmad_chunk_cap(ctx));
     while (st == CLMAD_OK && plan->numel > 0 && clmad__next_chunk(&c)) {
@@ -272,7 +272,7 @@ clmad_status clmad__bcast_run_second(clmad_kernel *k, const clmad_bcast_plan *pl
         if ((!active || active[j]) && !clmad__kernel_integer(k, j))
             act[n_active++] = j;
 
-    clmad_dtype dtype = clmad__bcast_dtype(k, inputs);
+    clmad_dtype dtype = clmad__bcast_dtype(k, inputs), pdt = clmad__compute_dtype(dtype);
     clmad_tensor *values[CLMAD_MAX_OUTPUTS] = {0}, *dvalues[CLMAD_MAX_OUTPUTS] = {0};
     clmad_tensor *parts[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS] = {0};
     clmad_tensor *tparts[CLMAD_MAX_OUTPUTS * CLMAD_MAX_INPUTS] = {0};
@@ -288,9 +288,9 @@ clmad_status clmad__bcast_run_second(clmad_kernel *k, const clmad_bcast_plan *pl
             st = clmad__bcast_new_outputs(ctx, plan, dtype, n_out, dvalues);
         for (int o = 0; o < n_out && st == CLMAD_OK; o++)
             for (int a = 0; a < n_active && st == CLMAD_OK; a++) {
-                st = clmad__bcast_new_outputs(ctx, plan, dtype, 1, &parts[o * n_in + act[a]]);
+                st = clmad__bcast_new_outputs(ctx, plan, pdt, 1, &parts[o * n_in + act[a]]);
                 if (st == CLMAD_OK)
-                    st = clmad__bcast_new_outputs(ctx, plan, dtype, 1, &tparts[o * n_in + act[a]]);
+                    st = clmad__bcast_new_outputs(ctx, plan, pdt, 1, &tparts[o * n_in + act[a]]);
             }
     }
     clmad_chunks c = clmad__chunks(act, n_active, clmad_chunk_cap(ctx));

@@ -17,7 +17,7 @@ int clmad__bcast_choose_store(const clmad_context *ctx, const clmad_bcast_plan *
          * STORE on an H100, 1.46x on POCL. */
         if (ctx->info.type == CLMAD_DEVICE_GPU)
             return 0;
-        double bytes = (double)plan->numel * n_active * n_outputs * (double)clmad_dtype_size(dtype);
+        double bytes = (double)plan->numel * n_active * n_outputs * (double)clmad_dtype_size(clmad__compute_dtype(dtype));
         return bytes <= (double)ctx->info.global_mem_bytes / 4;
     }
     }

@@ -152,6 +152,15 @@ static clmad_status axis_forward(clmad_context *ctx, axis_kind kind, clmad_tenso
 }
 
 static clmad_status axis_op(clmad_context *ctx, axis_kind kind, clmad_tensor *x, int axis, int keepdims,
+                            clmad_tensor **out);
+
+static clmad_status axis_f32(clmad_context *ctx, clmad_tensor *const *in, const void *args, clmad_tensor **out)
+{
+    const int *a = args; /* kind, axis, keepdims */
+    return axis_op(ctx, (axis_kind)a[0], in[0], a[1], a[2], out);
+}
+
+static clmad_status axis_op(clmad_context *ctx, axis_kind kind, clmad_tensor *x, int axis, int keepdims,
                             clmad_tensor **out)
 {
     const clmad_op *op = AXIS_OPS[kind];
@@ -161,6 +170,10 @@ static clmad_status axis_op(clmad_context *ctx, axis_kind kind, clmad_tensor *x,
     if (!x || !out)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: %s is NULL", name, !x ? "x" : "out");
     clmad_status st = clmad__check_same_context(ctx, x, name, "x");
+    if (st == CLMAD_OK && clmad__widens(x, NULL)) {
+        const int args[3] = {(int)kind, axis, keepdims};
+        return clmad__through_f32(ctx, 1, &x, axis_f32, args, 1, out);
+    }
     if (st == CLMAD_OK)
         st = clmad__require_float(ctx, x, name, "x");
     if (st != CLMAD_OK)

@@ -10,6 +10,12 @@
 
 #include <stdlib.h>
 
+static clmad_status bmm_f32(clmad_context *ctx, clmad_tensor *const *in, const void *args, clmad_tensor **out)
+{
+    const int *t = args;
+    return clmad_bmm(ctx, in[0], in[1], t[0], t[1], out);
+}
+
 clmad_status clmad_bmm(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a, int trans_b,
                        clmad_tensor **out)
 {
@@ -18,6 +24,11 @@ clmad_status clmad_bmm(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int
     clmad_status st = clmad__check_operands(ctx, "clmad_bmm", a, b, out);
     if (st != CLMAD_OK)
         return st;
+    if (clmad__widens(a, b)) {
+        const int t[2] = {trans_a, trans_b};
+        clmad_tensor *in[2] = {a, b};
+        return clmad__through_f32(ctx, 2, in, bmm_f32, t, 1, out);
+    }
     if (a->ndim != 3 || b->ndim != 3)
         return clmad__fail(ctx, CLMAD_ERR_SHAPE,
                            "clmad_bmm: operands must be 3-d (batch, rows, cols) (ranks %d and %d)", a->ndim,

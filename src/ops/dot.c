@@ -126,12 +126,22 @@ static clmad_status try_fused(clmad_context *ctx, clmad_tensor *a, clmad_tensor 
     return CLMAD_OK;
 }
 
+static clmad_status dot_f32(clmad_context *ctx, clmad_tensor *const *in, const void *args, clmad_tensor **out)
+{
+    (void)args;
+    return clmad_dot(ctx, in[0], in[1], out);
+}
+
 clmad_status clmad_dot(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, clmad_tensor **out)
 {
     CLMAD_GUARD_HOLDING(ctx, "clmad_dot");
     clmad_status st = clmad__check_operands(ctx, "clmad_dot", a, b, out);
     if (st != CLMAD_OK)
         return st;
+    if (clmad__widens(a, b)) {
+        clmad_tensor *in[2] = {a, b};
+        return clmad__through_f32(ctx, 2, in, dot_f32, NULL, 1, out);
+    }
     if (a->dtype != b->dtype)
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_dot: a is %s, b is %s",
                            clmad_dtype_name(a->dtype), clmad_dtype_name(b->dtype));

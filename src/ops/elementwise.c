@@ -70,6 +70,54 @@ static int holds_stage(clmad_context *ctx, clmad_builtin_id id, clmad_tensor *co
            clmad__bcast_loss_fusible(ctx, inputs[1], inputs[0], flags);
 }
 
+/* An order of the float dtypes by what they hold: 16-bit 1, f32 2, f64 3;
+ * 0 for the others. */
+static int width(clmad_dtype dtype)
+{
+    return dtype == CLMAD_F64 ? 3 : dtype == CLMAD_F32 ? 2 : clmad__dtype_is_16bit(dtype) ? 1 : 0;
+}
+
+/* The dtype that inputs of several float dtypes promote to (PyTorch's and
+ * JAX's rule): the widest, where f16 and bf16 together make f32, which
+ * holds both; 0 when they share one, or hold a NULL, an integer tensor or
+ * another context's (the checks of clmad_broadcast name those). */
+static int promotion(clmad_context *ctx, clmad_tensor *const *inputs, int n, clmad_dtype *to)
+{
+    for (int j = 0; j < n; j++)
+        if (!inputs[j] || inputs[j]->ctx != ctx || !width(inputs[j]->dtype))
+            return 0;
+    int mixed = 0;
+    *to = inputs[0]->dtype;
+    for (int j = 1; j < n; j++) {
+        const clmad_dtype d = inputs[j]->dtype;
+        if (d == *to)
+            continue;
+        mixed = 1;
+        *to = width(d) > width(*to) ? d : width(d) < width(*to) ? *to : CLMAD_F32;
+    }
+    return mixed;
+}
+
+static clmad_status builtin(clmad_context *ctx, clmad_builtin_id id, clmad_tensor *const *inputs,
+                            clmad_tensor **out);
+
+/* The builtin over its inputs cast to `to` (recorded: gradients flow back
+ * to each input in its own dtype). */
+static clmad_status promoted(clmad_context *ctx, clmad_builtin_id id, clmad_tensor *const *inputs, clmad_dtype to,
+                             clmad_tensor **out)
+{
+    clmad_tensor *cast[3] = {NULL, NULL, NULL};
+    clmad_status st = CLMAD_OK;
+    for (int j = 0; j < BUILTINS[id].n_inputs && st == CLMAD_OK; j++)
+        st = inputs[j]->dtype == to ? (cast[j] = clmad_tensor_retain(inputs[j]), CLMAD_OK)
+                                    : clmad_cast(ctx, inputs[j], to, &cast[j]);
+    if (st == CLMAD_OK)
+        st = builtin(ctx, id, cast, out);
+    for (int j = 0; j < 3; j++)
+        clmad_tensor_release(cast[j]);
+    return st;
+}
+
 static clmad_status builtin(clmad_context *ctx, clmad_builtin_id id, clmad_tensor *const *inputs,
                             clmad_tensor **out)
 {
@@ -81,6 +129,9 @@ static clmad_status builtin(clmad_context *ctx, clmad_builtin_id id, clmad_tenso
     clmad_status usable = clmad__check_open(ctx, BUILTINS[id].name);
     if (usable != CLMAD_OK)
         return usable;
+    clmad_dtype to;
+    if (inputs && promotion(ctx, inputs, BUILTINS[id].n_inputs, &to))
+        return promoted(ctx, id, inputs, to, out);
     /* Fusion: op(y, w) over a held broadcast y is held too, and a sum over
      * it fuses the op (ops/fused_loss.c); otherwise its held inputs are
      * written first, a chain whose values between were released as one

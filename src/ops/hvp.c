@@ -158,12 +158,18 @@ static clmad_status check_arguments(clmad_context *ctx, clmad_tensor *loss, clma
     }
     size_t count;
     clmad_node *const *nodes = clmad__tape_nodes(ctx, &count);
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = 0; i < count; i++) {
         if (!clmad__hvp_supported(nodes[i]))
             return clmad__fail(ctx, CLMAD_ERR_UNSUPPORTED,
                                "clmad_hvp: the tape holds '%s', which has no second-order rule (clmad.h lists the "
                                "operations clmad_hvp supports)",
                                nodes[i]->name);
+        if (clmad__dtype_is_16bit(nodes[i]->dtype))
+            return clmad__fail(ctx, CLMAD_ERR_UNSUPPORTED,
+                               "clmad_hvp: the tape holds '%s' over %s tensors: second order runs in f32 and f64 "
+                               "only (clmad_cast to f32 before the operations it differentiates)",
+                               nodes[i]->name, clmad_dtype_name(nodes[i]->dtype));
+    }
     return CLMAD_OK;
 }
 

@@ -13,8 +13,6 @@ static clmad_status argext(clmad_context *ctx, const char *call, clmad_tensor *x
     if (!x || !out)
         return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "%s: %s is NULL", call, !x ? "x" : "out");
     clmad_status st = clmad__check_same_context(ctx, x, call, "x");
-    if (st == CLMAD_OK && clmad__dtype_is_16bit(x->dtype))
-        st = clmad__require_float(ctx, x, call, "x"); /* its message for 16-bit tensors */
     if (st != CLMAD_OK)
         return st;
     clmad_axis_view v;

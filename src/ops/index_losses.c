@@ -23,10 +23,10 @@ static clmad_status check_labels(clmad_context *ctx, const char *call, clmad_ten
     if (st == CLMAD_OK)
         st = clmad__check_same_context(ctx, labels, call, "labels");
     if (st == CLMAD_OK)
-        st = clmad__require_float(ctx, logits, call, "logits");
+        st = clmad__require_any_float(ctx, logits, call, "logits");
     if (st != CLMAD_OK)
         return st;
-    if (clmad__dtype_is_float(labels->dtype))
+    if (clmad__dtype_is_float(labels->dtype) || clmad__dtype_is_16bit(labels->dtype))
         return clmad__fail(ctx, CLMAD_ERR_DTYPE, "%s: labels are %s; class labels are integer tensors (i64, i32, u8)",
                            call, clmad_dtype_name(labels->dtype));
     if (logits->ndim == 0 || logits->shape[logits->ndim - 1] == 0)
@@ -59,6 +59,13 @@ static clmad_status labels_column(clmad_context *ctx, clmad_tensor *labels, clma
     return st;
 }
 
+static clmad_status cross_entropy_index_f32(clmad_context *ctx, clmad_tensor *const *in, const void *args,
+                                            clmad_tensor **out)
+{
+    (void)args;
+    return clmad_cross_entropy_index(ctx, in[0], in[1], out);
+}
+
 clmad_status clmad_cross_entropy_index(clmad_context *ctx, clmad_tensor *logits, clmad_tensor *labels,
                                        clmad_tensor **out)
 {
@@ -68,6 +75,10 @@ clmad_status clmad_cross_entropy_index(clmad_context *ctx, clmad_tensor *logits,
     clmad_status st = check_labels(ctx, call, logits, labels, out);
     if (st != CLMAD_OK)
         return st;
+    if (clmad__widens(logits, NULL)) { /* log_softmax and the mean in f32, the loss rounded */
+        clmad_tensor *in[2] = {logits, labels};
+        return clmad__through_f32(ctx, 2, in, cross_entropy_index_f32, NULL, 1, out);
+    }
     clmad_tensor *column = NULL, *lsm = NULL, *picked = NULL, *mean = NULL;
     st = labels_column(ctx, labels, &column);
     if (st == CLMAD_OK)

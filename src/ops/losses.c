@@ -66,7 +66,7 @@ static clmad_status check_pair(clmad_context *ctx, const char *name, clmad_tenso
     if (st == CLMAD_OK)
         st = clmad__check_same_context(ctx, b, name, "%s", bn);
     if (st == CLMAD_OK)
-        st = clmad__require_float(ctx, a, name, an);
+        st = clmad__require_any_float(ctx, a, name, an); /* 16-bit: the callers widen (through_f32.c) */
     if (st == CLMAD_OK && a->dtype != b->dtype)
         st = clmad__fail(ctx, CLMAD_ERR_DTYPE, "%s: %s is %s and %s is %s", name, an,
                          clmad_dtype_name(a->dtype), bn, clmad_dtype_name(b->dtype));
@@ -83,6 +83,12 @@ static void shape_text(char *buf, size_t cap, const clmad_tensor *t)
         snprintf(buf + at, cap - at, ")");
 }
 
+static clmad_status mse_f32(clmad_context *ctx, clmad_tensor *const *in, const void *args, clmad_tensor **out)
+{
+    (void)args;
+    return clmad_mse_loss(ctx, in[0], in[1], out);
+}
+
 clmad_status clmad_mse_loss(clmad_context *ctx, clmad_tensor *pred, clmad_tensor *target, clmad_tensor **out)
 {
     CLMAD_GUARD_HOLDING(ctx, "clmad_mse_loss");
@@ -91,6 +97,10 @@ clmad_status clmad_mse_loss(clmad_context *ctx, clmad_tensor *pred, clmad_tensor
     clmad_status st = check_pair(ctx, name, pred, "pred", target, "target", out);
     if (st != CLMAD_OK)
         return st;
+    if (clmad__widens(pred, target) && clmad__same_shape(pred, target)) {
+        clmad_tensor *in[2] = {pred, target};
+        return clmad__through_f32(ctx, 2, in, mse_f32, NULL, 1, out);
+    }
     if (!clmad__same_shape(pred, target)) {
         char ps[200], ts[200];
         shape_text(ps, sizeof ps, pred);
@@ -139,15 +149,26 @@ static clmad_status one_hot(clmad_context *ctx, clmad_tensor *logits, clmad_tens
     return CLMAD_OK;
 }
 
+static clmad_status cross_entropy_f32(clmad_context *ctx, clmad_tensor *const *in, const void *args,
+                                      clmad_tensor **out)
+{
+    (void)args;
+    return clmad_cross_entropy(ctx, in[0], in[1], out);
+}
+
 clmad_status clmad_cross_entropy(clmad_context *ctx, clmad_tensor *logits, clmad_tensor *target,
                                  clmad_tensor **out)
 {
     CLMAD_GUARD_HOLDING(ctx, "clmad_cross_entropy");
     READS_ONLY(ctx, logits, target);
     const char *name = "clmad_cross_entropy";
-    if (ctx && target && out && !clmad__dtype_is_float(target->dtype))
+    if (ctx && target && out && !clmad__dtype_is_float(target->dtype) && !clmad__dtype_is_16bit(target->dtype))
         return clmad_cross_entropy_index(ctx, logits, target, out); /* integer class labels */
     clmad_status st = check_pair(ctx, name, logits, "logits", target, "target", out);
+    if (st == CLMAD_OK && clmad__widens(logits, target)) {
+        clmad_tensor *in[2] = {logits, target};
+        return clmad__through_f32(ctx, 2, in, cross_entropy_f32, NULL, 1, out);
+    }
     if (st != CLMAD_OK)
         return st;
     if (logits->ndim == 0 || logits->shape[logits->ndim - 1] == 0)

@@ -5,6 +5,12 @@
 #include "ops/region.h"
 #include "runtime/context_guard.h"
 
+static clmad_status matmul_f32(clmad_context *ctx, clmad_tensor *const *in, const void *args, clmad_tensor **out)
+{
+    const int *t = args;
+    return clmad_matmul(ctx, in[0], in[1], t[0], t[1], out);
+}
+
 clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, int trans_a,
                           int trans_b, clmad_tensor **out)
 {
@@ -13,6 +19,11 @@ clmad_status clmad_matmul(clmad_context *ctx, clmad_tensor *a, clmad_tensor *b, 
     clmad_status st = clmad__check_operands(ctx, "clmad_matmul", a, b, out);
     if (st != CLMAD_OK)
         return st;
+    if (clmad__widens(a, b)) { /* widen, SGEMM, round */
+        const int t[2] = {trans_a, trans_b};
+        clmad_tensor *in[2] = {a, b};
+        return clmad__through_f32(ctx, 2, in, matmul_f32, t, 1, out);
+    }
     if (a->ndim != 2 || b->ndim != 2) /* batches and vectors: NumPy's rules */
         return clmad__matmul_nd(ctx, a, b, trans_a, trans_b, out);
     if (a->dtype != b->dtype)

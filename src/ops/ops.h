@@ -117,4 +117,19 @@ clmad_status clmad__finish_op(clmad_context *ctx, const clmad_op *op, clmad_tens
 clmad_status clmad__check_operands(clmad_context *ctx, const char *call, const clmad_tensor *a,
                                    const clmad_tensor *b, const void *out);
 
+/* 16-bit operands of an operation that computes in f32 and f64 only
+ * (through_f32.c): 1 when a is 16-bit and b is NULL or of a's dtype. */
+int clmad__widens(const clmad_tensor *a, const clmad_tensor *b);
+
+/* The operation in f32 over in[0..n) (n <= 4), given as op with its other
+ * arguments in args. */
+typedef clmad_status (*clmad__f32_op)(clmad_context *ctx, clmad_tensor *const *in, const void *args,
+                                      clmad_tensor **out);
+
+/* op over the inputs, each 16-bit one widened to f32 by a recorded
+ * clmad_cast; with round_result its result is cast back to in[0]'s dtype.
+ * Gradients flow through the casts. */
+clmad_status clmad__through_f32(clmad_context *ctx, int n, clmad_tensor *const *in, clmad__f32_op op,
+                                const void *args, int round_result, clmad_tensor **out);
+
 #endif

@@ -80,7 +80,13 @@ clmad_status clmad_optimizer_create(clmad_context *ctx, const clmad_optimizer_op
         if (!params[i])
             return clmad__fail(ctx, CLMAD_ERR_INVALID_ARGUMENT, "clmad_optimizer_create: params[%d] is NULL", i);
         st = clmad__check_same_context(ctx, params[i], "clmad_optimizer_create", "params[%d]", i);
-        if (st == CLMAD_OK && !clmad__dtype_is_float(params[i]->dtype))
+        if (st == CLMAD_OK && clmad__dtype_is_16bit(params[i]->dtype))
+            st = clmad__fail(ctx, CLMAD_ERR_DTYPE,
+                             "clmad_optimizer_create: params[%d] is a 16-bit tensor (%s): keep f32 master weights "
+                             "for the optimizer and clmad_cast them to %s for the forward (the gradient flows "
+                             "back through the cast)",
+                             i, clmad_dtype_name(params[i]->dtype), clmad_dtype_name(params[i]->dtype));
+        else if (st == CLMAD_OK && !clmad__dtype_is_float(params[i]->dtype))
             st = clmad__fail(ctx, CLMAD_ERR_DTYPE, "clmad_optimizer_create: params[%d] is an integer tensor (%s)",
                              i, clmad_dtype_name(params[i]->dtype));
         if (st == CLMAD_OK) {

@@ -16,7 +16,7 @@ typedef struct {
 #define STRUCT(type) {#type, sizeof(type)},
 static const abi_struct structs[] = {
     STRUCT(clmad_device_info) STRUCT(clmad_options) STRUCT(clmad_tuning) STRUCT(clmad_stats)
-    STRUCT(clmad_optimizer_options) STRUCT(clmad_safetensors_entry)
+    STRUCT(clmad_optimizer_options) STRUCT(clmad_grad_scaler_options) STRUCT(clmad_safetensors_entry)
 };
 
 typedef struct {
@@ -30,6 +30,7 @@ typedef struct {
 #define TUNING(f) FIELD(clmad_tuning, f)
 #define STATS(f) FIELD(clmad_stats, f)
 #define OPTIMIZER(f) FIELD(clmad_optimizer_options, f)
+#define SCALER(f) FIELD(clmad_grad_scaler_options, f)
 #define ENTRY(f) FIELD(clmad_safetensors_entry, f)
 static const abi_field fields[] = {
     DEVICE_INFO(platform_index) DEVICE_INFO(device_index) DEVICE_INFO(platform_name) DEVICE_INFO(name)
@@ -50,6 +51,8 @@ static const abi_field fields[] = {
 
     OPTIMIZER(kind) OPTIMIZER(lr) OPTIMIZER(momentum) OPTIMIZER(nesterov) OPTIMIZER(beta1) OPTIMIZER(beta2)
     OPTIMIZER(eps) OPTIMIZER(weight_decay)
+
+    SCALER(init_scale) SCALER(growth_factor) SCALER(backoff_factor) SCALER(growth_interval)
 
     ENTRY(name) ENTRY(file_dtype) ENTRY(supported) ENTRY(dtype) ENTRY(ndim) ENTRY(shape)
 };

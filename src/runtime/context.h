@@ -151,6 +151,13 @@ int clmad__dtype_is_16bit(clmad_dtype dtype);
 clmad_status clmad__require_float(const clmad_context *ctx, const clmad_tensor *t, const char *call,
                                   const char *what);
 
+/* The dtype a kernel computes dtype's elements in: f32 for a 16-bit float
+ * (cl/real.clh), else dtype itself. */
+static inline clmad_dtype clmad__compute_dtype(clmad_dtype dtype)
+{
+    return dtype == CLMAD_F16 || dtype == CLMAD_BF16 ? CLMAD_F32 : dtype;
+}
+
 /* The same, letting 16-bit floats through too: the operations that compute
  * on them (broadcasts, sums), in f32. */
 clmad_status clmad__require_any_float(const clmad_context *ctx, const clmad_tensor *t, const char *call,

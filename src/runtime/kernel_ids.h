@@ -35,6 +35,7 @@
     X(CLMAD_TRAIN_ADAM, "train.cl", "clmad_adam")                                \
     X(CLMAD_TRAIN_SGD_GROUP, "train.cl", "clmad_sgd_group")                      \
     X(CLMAD_TRAIN_ADAM_GROUP, "train.cl", "clmad_adam_group")                    \
+    X(CLMAD_TRAIN_UNSCALE_CHECK, "train.cl", "clmad_unscale_check")              \
     /* index operations (ops/index_*.c); built for integer dtypes too */          \
     X(CLMAD_INDEX_CHECK, "index.cl", "clmad_index_check")                        \
     X(CLMAD_INDEX_ARGEXT, "index.cl", "clmad_argext")                            \

@@ -7,7 +7,10 @@
  * holds them exactly), interleaved, medians:
  *   f32          the default (fusion on: the sum is the loss kernel's)
  *   f32 unfused  fusion off, every call eager (as 16-bit tensors run)
- *   bf16, f16    16-bit storage, computed in f32
+ *   bf16, f16    16-bit storage, computed in f32 (on a CPU the partials
+ *                stored in the forward, in f32: the default policy)
+ *   ... recompute  the same with the partials recomputed in backward
+ *                (CLMAD_PARTIALS_RECOMPUTE: no partials in memory)
  * with each time over f32's, and each loss against the f64 loss of the same
  * inputs (the step in f64, when the device has fp64).
  * Usage: bench_half_cell [dims] [repetitions]
@@ -17,9 +20,12 @@
 
 #include <math.h>
 
-enum { F32, F32_UNFUSED, BF16, F16, N_WAYS };
-static const char *const WAYS[N_WAYS] = {"f32", "f32 unfused", "bf16", "f16"};
-static const clmad_dtype DTYPE[N_WAYS] = {CLMAD_F32, CLMAD_F32, CLMAD_BF16, CLMAD_F16};
+enum { F32, F32_UNFUSED, BF16, F16, BF16_RECOMPUTE, F16_RECOMPUTE, N_WAYS };
+static const char *const WAYS[N_WAYS] = {"f32", "f32 unfused", "bf16", "f16", "bf16 recompute", "f16 recompute"};
+static const clmad_dtype DTYPE[N_WAYS] = {CLMAD_F32, CLMAD_F32, CLMAD_BF16, CLMAD_F16, CLMAD_BF16, CLMAD_F16};
+/* The context of each way: 0 the defaults, 1 fusion off, 2 the partials recomputed in backward. */
+static const int CONTEXT[N_WAYS] = {0, 1, 0, 0, 2, 2};
+enum { N_CONTEXTS = 3 };
 
 /* The kernels: the cell (z, zb are 1 x dims controls; the gates c, f, i,
  * g dims x dims) and x w + 1 (both dims x dims). */
@@ -73,11 +79,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s [dims] [repetitions 1..99]\n", argv[0]);
         return 2;
     }
-    clmad_context *ctx[2] = {NULL, NULL}; /* fusion on, off */
-    for (int c = 0; c < 2; c++) {
+    clmad_context *ctx[N_CONTEXTS] = {NULL, NULL, NULL};
+    for (int c = 0; c < N_CONTEXTS; c++) {
         clmad_options opt;
         clmad_options_init(&opt);
-        opt.disable_fusion = c;
+        opt.disable_fusion = c == 1;
+        if (c == 2)
+            opt.partials_policy = CLMAD_PARTIALS_RECOMPUTE;
         if (clmad_context_create(&opt, &ctx[c]) != CLMAD_OK) {
             fprintf(stderr, "bench_half_cell: %s\n", clmad_last_error(NULL));
             return 1;
@@ -94,8 +102,8 @@ int main(int argc, char **argv)
            dev.name, dims, dims, reps);
     for (int kn = 0; kn < 2; kn++) {
         const int n_in = KERNELS[kn].n_inputs, n_ctl = KERNELS[kn].n_controls;
-        clmad_tensor *f32[2][6];
-        clmad_kernel *k[2];
+        clmad_tensor *f32[N_CONTEXTS][6];
+        clmad_kernel *k[N_CONTEXTS];
         inputs in[N_WAYS], wide;
         uint32_t s = 2024;
         for (int j = 0; j < n_in; j++) {
@@ -106,15 +114,15 @@ int main(int argc, char **argv)
                 float v = j < n_ctl ? (float)((s >> 16) % 3 == (uint32_t)j) : ((float)(s >> 8) * 0x1p-24f * 6 - 3);
                 host[e] = clmad_bf16_to_float(clmad_bf16_from_float(v));
             }
-            for (int c = 0; c < 2; c++)
+            for (int c = 0; c < N_CONTEXTS; c++)
                 BENCH_CHECK(ctx[c],
                             clmad_tensor_create(ctx[c], CLMAD_F32, 2, j < n_ctl ? row : square, host, &f32[c][j]));
         }
-        for (int c = 0; c < 2; c++)
+        for (int c = 0; c < N_CONTEXTS; c++)
             BENCH_CHECK(ctx[c], clmad_kernel_create(ctx[c], KERNELS[kn].source ? KERNELS[kn].source : CELL_SOURCE,
                                                     KERNELS[kn].name, n_in, 1, &k[c]));
         for (int w = 0; w < N_WAYS; w++) {
-            const int c = w == F32_UNFUSED;
+            const int c = CONTEXT[w];
             make_inputs(ctx[c], DTYPE[w], f32[c], n_in, n_ctl, &in[w]);
         }
         double loss[N_WAYS], loss64 = NAN, times[N_WAYS][99];
@@ -125,15 +133,15 @@ int main(int argc, char **argv)
                 clmad_tensor_release(wide.t[j]);
         }
         for (int w = 0; w < N_WAYS; w++) /* warm-up: builds, pools */
-            step(ctx[w == F32_UNFUSED], k[w == F32_UNFUSED], &in[w], &loss[w]);
+            step(ctx[CONTEXT[w]], k[CONTEXT[w]], &in[w], &loss[w]);
         for (int r = 0; r < reps; r++)
             for (int w = 0; w < N_WAYS; w++)
-                times[w][r] = step(ctx[w == F32_UNFUSED], k[w == F32_UNFUSED], &in[w], &loss[w]);
+                times[w][r] = step(ctx[CONTEXT[w]], k[CONTEXT[w]], &in[w], &loss[w]);
         printf("%s:\n", KERNELS[kn].title);
         const double base = bench_median(times[F32], reps);
         for (int w = 0; w < N_WAYS; w++) {
             double t = bench_median(times[w], reps);
-            printf("  %-12s %9.3f ms  time / f32 %.2f  loss %.9g", WAYS[w], 1e3 * t, t / base, loss[w]);
+            printf("  %-15s %9.3f ms  time / f32 %.2f  loss %.9g", WAYS[w], 1e3 * t, t / base, loss[w]);
             if (dev.fp64)
                 printf("  rel. to f64 %.2e", fabs(loss[w] - loss64) / fabs(loss64));
             printf("\n");
@@ -143,14 +151,14 @@ int main(int argc, char **argv)
         for (int w = 0; w < N_WAYS; w++)
             for (int j = 0; j < n_in; j++)
                 clmad_tensor_release(in[w].t[j]);
-        for (int c = 0; c < 2; c++) {
+        for (int c = 0; c < N_CONTEXTS; c++) {
             for (int j = 0; j < n_in; j++)
                 clmad_tensor_release(f32[c][j]);
             clmad_kernel_release(k[c]);
         }
     }
     free(host);
-    for (int c = 0; c < 2; c++)
+    for (int c = 0; c < N_CONTEXTS; c++)
         clmad_context_release(ctx[c]);
     return 0;
 }

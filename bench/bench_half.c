@@ -7,7 +7,12 @@
  *   clEnqueueCopyBuffer f32                      the driver's copy of the same buffers
  * with each time's GB/s (bytes read + written / time), on n random f32
  * values (every exponent of f16's range, so both paths of the rounding run).
- * Usage: bench_half [--n ELEMENTS] [--reps N]
+ * Then the matrix product of two m x m matrices (--gemm m, default 1024; 0
+ * leaves it out) in f32 and in bf16 and f16, whose operands are widened to
+ * f32, multiplied by the same SGEMM, and the result rounded (clmad_matmul's
+ * path for 16-bit operands: no HGEMM), interleaved, medians, with each
+ * time over f32's.
+ * Usage: bench_half [--n ELEMENTS] [--reps N] [--gemm M]
  */
 #include "bench_common.h"
 
@@ -44,17 +49,57 @@ static double run(clmad_context *ctx, int way, clmad_tensor *x, clmad_tensor *bf
     return t;
 }
 
+/* m x m products in f32, bf16 and f16 (widen, SGEMM, round), interleaved. */
+static void bench_gemm(clmad_context *ctx, size_t m, int reps)
+{
+    static const clmad_dtype DT[3] = {CLMAD_F32, CLMAD_BF16, CLMAD_F16};
+    size_t shape[2] = {m, m};
+    clmad_tensor *a[3], *b[3], *wide;
+    for (int d = 0; d < 3; d++) {
+        BENCH_CHECK(ctx, clmad_tensor_rand_uniform(ctx, CLMAD_F32, 2, shape, -1, 1, 7, &wide));
+        BENCH_CHECK(ctx, clmad_cast(ctx, wide, DT[d], &a[d]));
+        clmad_tensor_release(wide);
+        BENCH_CHECK(ctx, clmad_tensor_rand_uniform(ctx, CLMAD_F32, 2, shape, -1, 1, 8, &wide));
+        BENCH_CHECK(ctx, clmad_cast(ctx, wide, DT[d], &b[d]));
+        clmad_tensor_release(wide);
+    }
+    double times[3][99];
+    for (int r = -1; r < reps; r++) /* r = -1: warm-up (CLBlast's build) */
+        for (int d = 0; d < 3; d++) {
+            clmad_tensor *c;
+            BENCH_CHECK(ctx, clmad_finish(ctx));
+            double t0 = bench_now();
+            BENCH_CHECK(ctx, clmad_matmul(ctx, a[d], b[d], 0, 0, &c));
+            BENCH_CHECK(ctx, clmad_finish(ctx));
+            if (r >= 0)
+                times[d][r] = bench_now() - t0;
+            clmad_tensor_release(c);
+        }
+    const double base = bench_median(times[0], reps);
+    printf("matmul %zu x %zu x %zu (16-bit: widen, SGEMM, round), medians of %d, interleaved\n", m, m, m, reps);
+    for (int d = 0; d < 3; d++) {
+        double t = bench_median(times[d], reps);
+        printf("  %-5s %8.3f ms  %7.1f GFLOP/s  time / f32 %.2f\n", clmad_dtype_name(DT[d]), 1e3 * t,
+               2.0 * (double)m * m * m / t / 1e9, t / base);
+        clmad_tensor_release(a[d]);
+        clmad_tensor_release(b[d]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     size_t n = (size_t)1 << 24;
     int reps = 9;
+    size_t gemm = 1024;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--n") && i + 1 < argc) {
             n = (size_t)atol(argv[++i]);
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
             reps = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--gemm") && i + 1 < argc) {
+            gemm = (size_t)atol(argv[++i]);
         } else {
-            fprintf(stderr, "usage: %s [--n ELEMENTS] [--reps N]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--n ELEMENTS] [--reps N] [--gemm M]\n", argv[0]);
             return 2;
         }
     }
@@ -100,6 +145,8 @@ int main(int argc, char **argv)
     clmad_tensor_release(bf);
     clmad_tensor_release(h);
     clmad_tensor_release(dst);
+    if (gemm)
+        bench_gemm(ctx, gemm, reps);
     clmad_context_release(ctx);
     return 0;
 }

@@ -619,7 +619,8 @@ CLMAD_API size_t clmad_dtype_size(clmad_dtype dtype);
  * clmad_cross_entropy_index) widen their 16-bit operands to f32 (recorded
  * casts: gradients flow through them), compute in f32 and round the result
  * once to the operands' dtype: a pass over each operand and one over the
- * result more than in f32 (no HGEMM yet). The optimizers refuse 16-bit
+ * result more than in f32 (no HGEMM yet; a 1024^3 product in bf16 took
+ * 1.04x f32's time on POCL). The optimizers refuse 16-bit
  * parameters (keep f32 master weights and cast them for the forward), as
  * do clmad_tensor_axpby and the MPI collectives: CLMAD_ERR_DTYPE, the
  * message naming the call and the argument and saying what to do.

@@ -926,7 +926,7 @@ CLMAD_API clmad_status clmad_broadcast(clmad_context *ctx, clmad_kernel *k, clma
  * active[j] != 0 marks input j as differentiated (active may be NULL: all).
  * partials receives n_outputs * n_inputs entries: partials[o * n_inputs + j]
  * is a new tensor of the output shape holding d out_o / d in_j at every
- * element for an active input, and NULL for an inactive one or an integer
+ * element (f32 for 16-bit inputs, unrounded) for an active input, and NULL for an inactive one or an integer
  * parameter (active NULL means every T input; active[j] set on an integer
  * parameter fails with CLMAD_ERR_INVALID_ARGUMENT). Only active
  * inputs take partial slots (dual arity K = number of active inputs); above

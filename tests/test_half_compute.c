@@ -477,3 +477,42 @@ Test(half_compute, second_order_refused)
         clmad_tensor_release(all[i]);
     clmad_context_release(ctx);
 }
+
+/* Forward mode over 16-bit tensors: a JVP's tangent is stored in the
+ * inputs' dtype (rounded once), clmad_broadcast_partials' partials in f32
+ * (unrounded: within the f32 arithmetic's error of the f64 derivative). */
+Test(half_compute, forward_mode)
+{
+    clmad_context *ctx = test_context();
+    enum { N = 256 };
+    static double x[N], t[N], ty[N];
+    clmad_kernel *k;
+    CHECK_OK(ctx, clmad_kernel_create(ctx, "T f(T x) { return sin(x) * x; }", "f", 1, 1, &k));
+    for (int kk = 0; kk < 2; kk++) {
+        clmad_dtype dt = HALVES[kk];
+        test_set_case("%s", clmad_dtype_name(dt));
+        const double u = unit_roundoff(dt);
+        clmad_tensor *tx = random_tensor(ctx, dt, N, -3, 3, 51, x), *tt = random_tensor(ctx, dt, N, -1, 1, 52, t);
+        clmad_tensor *y, *yt, *values, *partial;
+        CHECK_OK(ctx, clmad_broadcast_jvp(ctx, k, &tx, &tt, &y, &yt));
+        cr_assert_eq(clmad_tensor_dtype(yt), dt);
+        read_wide(ctx, yt, ty, N);
+        for (size_t i = 0; i < N; i++) {
+            const double d = cos(x[i]) * x[i] + sin(x[i]);
+            within("tangent", i, ty[i], d * t[i], 1, u, 6, (fabs(x[i]) + 1) * fabs(t[i]));
+        }
+        CHECK_OK(ctx, clmad_broadcast_partials(ctx, k, &tx, NULL, &values, &partial));
+        cr_assert_eq(clmad_tensor_dtype(values), dt);
+        cr_assert_eq(clmad_tensor_dtype(partial), CLMAD_F32);
+        float p[N];
+        CHECK_OK(ctx, clmad_tensor_read(partial, p, sizeof p));
+        for (size_t i = 0; i < N; i++)
+            within("partial", i, p[i], cos(x[i]) * x[i] + sin(x[i]), 0, u, 6, fabs(x[i]) + 1);
+        clmad_tensor *all[] = {tx, tt, y, yt, values, partial};
+        for (size_t i = 0; i < 6; i++)
+            clmad_tensor_release(all[i]);
+    }
+    test_set_case(NULL);
+    clmad_kernel_release(k);
+    clmad_context_release(ctx);
+}

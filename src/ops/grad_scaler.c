@@ -7,6 +7,7 @@
 #include "runtime/context_guard.h"
 #include "runtime/held.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -36,9 +37,8 @@ clmad_status clmad_grad_scaler_create(clmad_context *ctx, const clmad_grad_scale
     clmad_grad_scaler_options_init(&o);
     if (opt)
         o = *opt;
-    const char *bad = !(isfinite(o.init_scale) && o.init_scale > 0 && (float)o.init_scale > 0 &&
-                        isfinite((float)o.init_scale))
-                          ? "init_scale must be finite and > 0 (as an f32)"
+    /* (NaN fails every comparison) */
+    const char *bad = !(o.init_scale > 0 && o.init_scale <= FLT_MAX)       ? "init_scale must be > 0 and finite as an f32"
                       : !(isfinite(o.growth_factor) && o.growth_factor > 1) ? "growth_factor must be finite and > 1"
                       : !(o.backoff_factor > 0 && o.backoff_factor < 1)    ? "backoff_factor must be in (0, 1)"
                       : o.growth_interval < 1                              ? "growth_interval must be >= 1"

@@ -26,18 +26,8 @@ static clmad_status convert(clmad_context *ctx, clmad_tensor *dst, clmad_tensor 
  * f64 side; integers and the other 16-bit type go through f32. */
 static clmad_status convert_16bit(clmad_context *ctx, clmad_tensor *dst, clmad_tensor *src)
 {
-    cl_ulong n = dst->numel;
-    const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof n};
-    const void *values[] = {&dst->mem, &src->mem, &n};
-    uint64_t bytes = (uint64_t)n * (clmad_dtype_size(dst->dtype) + clmad_dtype_size(src->dtype));
-    if (clmad__dtype_is_float(dst->dtype))
-        return clmad__launch_cached(ctx, dst->dtype,
-                                    src->dtype == CLMAD_F16 ? CLMAD_HALF_F16_TO_REAL : CLMAD_HALF_BF16_TO_REAL, 3,
-                                    sizes, values, dst->numel, bytes);
-    if (clmad__dtype_is_float(src->dtype))
-        return clmad__launch_cached(ctx, src->dtype,
-                                    dst->dtype == CLMAD_F16 ? CLMAD_HALF_REAL_TO_F16 : CLMAD_HALF_REAL_TO_BF16, 3,
-                                    sizes, values, dst->numel, bytes);
+    if (clmad__dtype_is_float(dst->dtype) || clmad__dtype_is_float(src->dtype))
+        return clmad__convert_half(ctx, dst, src);
     clmad_tensor *wide = NULL;
     clmad_status st = clmad_tensor_create(ctx, CLMAD_F32, src->ndim, src->shape, NULL, &wide);
     if (st == CLMAD_OK)

@@ -160,6 +160,19 @@ clmad_status clmad__fill(clmad_context *ctx, cl_mem mem, clmad_dtype dtype, size
     return clmad__enqueue_flat(ctx, kernel, n, (uint64_t)n * clmad_dtype_size(dtype));
 }
 
+clmad_status clmad__convert_half(clmad_context *ctx, clmad_tensor *dst, clmad_tensor *src)
+{
+    const int widen = clmad__dtype_is_16bit(src->dtype);
+    const clmad_tensor *half = widen ? src : dst, *wide = widen ? dst : src;
+    const clmad_kernel_id id = widen ? (half->dtype == CLMAD_F16 ? CLMAD_HALF_F16_TO_REAL : CLMAD_HALF_BF16_TO_REAL)
+                                     : (half->dtype == CLMAD_F16 ? CLMAD_HALF_REAL_TO_F16 : CLMAD_HALF_REAL_TO_BF16);
+    cl_ulong n = dst->numel;
+    const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof n};
+    const void *values[] = {&dst->mem, &src->mem, &n};
+    return clmad__launch_cached(ctx, wide->dtype, id, 3, sizes, values, dst->numel,
+                                (uint64_t)n * (clmad_dtype_size(dst->dtype) + clmad_dtype_size(src->dtype)));
+}
+
 clmad_status clmad__launch_cached(clmad_context *ctx, clmad_dtype dtype, clmad_kernel_id id, int n,
                                   const size_t *sizes, const void *const *values, size_t work, uint64_t bytes)
 {

@@ -123,6 +123,11 @@ int clmad__loss_terms(clmad_context *ctx, int on);
 clmad_status clmad__range_pass(clmad_context *ctx, clmad_kernel_id id, cl_mem dst, cl_mem a, cl_mem b,
                                clmad_dtype dtype, size_t n, size_t parts);
 
+/* dst = src converted, elementwise, between a 16-bit float and f32 or f64
+ * (either way; cl/half.cl's kernels, built for the f32 or f64 side): the
+ * same element count. */
+clmad_status clmad__convert_half(clmad_context *ctx, clmad_tensor *dst, clmad_tensor *src);
+
 /* Row-major contiguous strides of a shape. */
 void clmad__contiguous_strides(int ndim, const size_t *shape, size_t *strides);
 

@@ -140,17 +140,6 @@ clmad_status clmad__range_pass(clmad_context *ctx, clmad_kernel_id id, cl_mem ds
     return st == CLMAD_OK ? clmad__enqueue_1d(ctx, k, parts, bytes) : st;
 }
 
-/* dst (16-bit) = src (f32) rounded: the end of a 16-bit tensor's sum. */
-static clmad_status round_to_16bit(clmad_context *ctx, clmad_tensor *dst, clmad_tensor *src)
-{
-    cl_ulong n = dst->numel;
-    const size_t sizes[] = {sizeof(cl_mem), sizeof(cl_mem), sizeof n};
-    const void *values[] = {&dst->mem, &src->mem, &n};
-    return clmad__launch_cached(ctx, CLMAD_F32,
-                                dst->dtype == CLMAD_F16 ? CLMAD_HALF_REAL_TO_F16 : CLMAD_HALF_REAL_TO_BF16, 3, sizes,
-                                values, dst->numel, (uint64_t)n * 6);
-}
-
 static clmad_status reduce_in(clmad_context *ctx, clmad_tensor *src, const int *reduce, double scale,
                               clmad_dtype acc, clmad_tensor *result);
 
@@ -168,7 +157,7 @@ clmad_status clmad__reduce(clmad_context *ctx, clmad_tensor *src, const int *red
         if (st == CLMAD_OK)
             st = reduce_in(ctx, src, reduce, scale, acc, sums);
         if (st == CLMAD_OK)
-            st = round_to_16bit(ctx, result, sums);
+            st = clmad__convert_half(ctx, result, sums);
         clmad_tensor_release(sums);
     } else if (st == CLMAD_OK && result->numel > 0)
         st = reduce_in(ctx, src, reduce, scale, acc, result);
